@@ -1,0 +1,117 @@
+"""The normal form of a URL, built on w3lib's ``canonicalize_url``.
+
+w3lib already lowercases the scheme and host, drops the fragment, sorts the query and
+normalises percent-escapes. What it does not do, and this module adds: drop default ports,
+drop tracking parameters, and refuse what is not a fetchable http(s) URL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+from urllib.parse import urlsplit, urlunsplit
+
+from w3lib.url import canonicalize_url
+
+# ``ref`` and ``source`` (listed by some tracking-parameter lists) are left out on purpose:
+# on many sites they select content (a Git branch, a data source), so removing them would
+# merge distinct pages.
+DEFAULT_TRACKING_PARAMS: tuple[str, ...] = (
+    "utm_*",
+    "gclid",
+    "gclsrc",
+    "dclid",
+    "fbclid",
+    "msclkid",
+    "yclid",
+    "mc_cid",
+    "mc_eid",
+    "_ga",
+    "_gl",
+    "igshid",
+)
+
+SUPPORTED_SCHEMES = frozenset({"http", "https"})
+DEFAULT_PORTS = {"http": 80, "https": 443}
+_VALID_HOST = re.compile(r"^(?:[a-z0-9_](?:[a-z0-9_-]{0,62})\.?)+$|^\[[0-9a-f:.]+\]$")
+_MAX_URL_LENGTH = 8192
+
+
+class InvalidURL(ValueError):
+    """The input is not a fetchable http(s) URL; the message says why."""
+
+
+class UrlNormalizer:
+    """Normalizes URLs with one set of tracking parameters; remembers recent answers,
+    because pages of one site repeat the same links many times."""
+
+    def __init__(self, tracking_params: Iterable[str] = DEFAULT_TRACKING_PARAMS, cache_size: int = 200_000):
+        patterns = tuple(p.lower() for p in tracking_params)
+        self._exact = frozenset(p for p in patterns if not _is_wildcard(p))
+        self._wildcards = tuple(p for p in patterns if _is_wildcard(p))
+        self._cache: dict[str, str] = {}
+        self._cache_size = cache_size
+
+    def __call__(self, url: str) -> str:
+        cached = self._cache.get(url)
+        if cached is not None:
+            return cached
+        normal = self.normalize(url)
+        if len(self._cache) >= self._cache_size:
+            self._cache.clear()
+        self._cache[url] = normal
+        return normal
+
+    def normalize(self, url: str) -> str:
+        url = url.strip()
+        if not url:
+            raise InvalidURL("empty URL")
+        if len(url) > _MAX_URL_LENGTH:
+            raise InvalidURL(f"URL longer than {_MAX_URL_LENGTH} characters")
+        try:
+            canonical = canonicalize_url(url, keep_fragments=False)
+            parts = urlsplit(canonical)
+            port = parts.port
+        except (ValueError, UnicodeError) as exc:
+            raise InvalidURL(f"unparsable URL: {exc}") from None
+        scheme = parts.scheme
+        if scheme not in SUPPORTED_SCHEMES:
+            raise InvalidURL(f"unsupported scheme {scheme!r}" if scheme else "no scheme")
+        host = (parts.hostname or "").rstrip(".")
+        if ":" in host:
+            host = f"[{host}]"
+        if not host or not _VALID_HOST.match(host):
+            raise InvalidURL(f"invalid host {parts.hostname!r}")
+        netloc = host if port in (None, DEFAULT_PORTS[scheme]) else f"{host}:{port}"
+        if parts.username or parts.password:
+            userinfo = parts.netloc.rpartition("@")[0]
+            netloc = f"{userinfo}@{netloc}"
+        query = self._drop_tracking(parts.query) if parts.query else ""
+        return urlunsplit((scheme, netloc, parts.path or "/", query, ""))
+
+    def _drop_tracking(self, query: str) -> str:
+        kept = [pair for pair in query.split("&") if not self._is_tracking(pair.partition("=")[0])]
+        return "&".join(kept)
+
+    def _is_tracking(self, name: str) -> bool:
+        name = name.lower()
+        return name in self._exact or any(fnmatchcase(name, p) for p in self._wildcards)
+
+
+def _is_wildcard(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")
+
+
+_default_normalizer = UrlNormalizer()
+
+
+def normalize_url(url: str) -> str:
+    """The normal form of ``url`` with the default tracking parameters; raises InvalidURL."""
+    return _default_normalizer(url)
+
+
+def url_hash(normal_url: str) -> str:
+    """SHA-256 (hex) of a URL already in normal form: the row key of a page."""
+    return hashlib.sha256(normal_url.encode("utf-8")).hexdigest()
