@@ -1,0 +1,1 @@
+"""crawler: a polite, adaptive, distributed web crawler built on Scrapy."""

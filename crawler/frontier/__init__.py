@@ -1,0 +1,1 @@
+"""What to crawl and in which order: seeds, scope and priorities."""

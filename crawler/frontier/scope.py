@@ -1,0 +1,35 @@
+"""Which discovered URLs a crawl follows: by default the seed's own site."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+SCOPES = ("host", "site", "any")
+
+
+def site_of(url: str) -> str:
+    """The host without a leading ``www.``, with a non-default port if any."""
+    netloc = urlsplit(url).netloc.rpartition("@")[2].lower()
+    return netloc[4:] if netloc.startswith("www.") else netloc
+
+
+class Scope:
+    """``host``: exactly the seeds' hosts; ``site``: also ``www.`` variants; ``any``: all."""
+
+    def __init__(self, mode: str, seeds: Iterable[str] = ()):
+        if mode not in SCOPES:
+            raise ValueError(f"CRAWLER_SCOPE must be one of {', '.join(SCOPES)}, got {mode!r}")
+        self.mode = mode
+        self._allowed: set[str] = set()
+        for seed in seeds:
+            self.add_seed(seed)
+
+    def add_seed(self, url: str) -> None:
+        self._allowed.add(self._key(url))
+
+    def __contains__(self, url: str) -> bool:
+        return self.mode == "any" or self._key(url) in self._allowed
+
+    def _key(self, url: str) -> str:
+        return site_of(url) if self.mode == "site" else urlsplit(url).netloc.rpartition("@")[2].lower()

@@ -1,0 +1,62 @@
+"""Items: one row of ``pages`` and one row of ``sitemap_entries``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(slots=True)
+class PageItem:
+    """The outcome for one URL accepted into the frontier.
+
+    ``status`` says what happened: ``fetched``, ``noindex`` (kept without body and text),
+    ``sitemap`` (a sitemap document), ``redirect`` (redirected to a URL fetched under its own
+    row) or ``error`` (``error`` says why).
+    """
+
+    url: str
+    url_hash: str
+    surt_key: str
+    domain: str
+    status: str
+    crawled_at: datetime
+    http_status: int | None = None
+    content_type: str | None = None
+    content_length: int | None = None
+    content_hash: str | None = None
+    title: str | None = None
+    description: str | None = None
+    text: str | None = None
+    body: bytes | None = None
+    body_truncated: bool = False
+    noindex: bool = False
+    links_count: int = 0
+    links: str | None = None
+    final_url: str | None = None
+    redirect_count: int = 0
+    etag: str | None = None
+    last_modified: str | None = None
+    server_date: datetime | None = None
+    crawl_duration_ms: int | None = None
+    error: str | None = None
+    depth: int = 0
+    priority: int = 0
+    discovered_via: str | None = None
+    referrer: str | None = None
+    sitemap_lastmod: datetime | None = None
+    sitemap_changefreq: str | None = None
+    sitemap_priority: float | None = None
+    job_id: str | None = None
+
+
+@dataclass(slots=True)
+class SitemapEntryItem:
+    sitemap_url: str
+    url: str
+    url_hash: str
+    lastmod: datetime | None
+    changefreq: str | None
+    priority: float | None
+    job_id: str | None
+    discovered_at: datetime

@@ -1,0 +1,5 @@
+"""Turning what happened to a request (a response, a failure) into a ``PageItem`` row."""
+
+from crawler.outcomes.recorder import OutcomeRecorder
+
+__all__ = ["OutcomeRecorder"]

@@ -1,0 +1,33 @@
+"""Response header values as the pages table stores them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
+from scrapy.http import Response
+
+
+def header(response: Response, name: str) -> str | None:
+    value = response.headers.get(name)
+    return value.decode("latin-1").strip() if value else None
+
+
+def header_values(response: Response, name: str) -> list[str]:
+    return [v.decode("latin-1") for v in response.headers.getlist(name)]
+
+
+def http_date(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+def media_type(response: Response) -> str | None:
+    """The media type without parameters, lowercased (``text/html``)."""
+    value = header(response, "Content-Type")
+    return value.partition(";")[0].strip().lower() or None if value else None

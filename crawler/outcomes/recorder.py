@@ -1,0 +1,134 @@
+"""Build the row for every outcome of a request, so that no accepted URL goes unrecorded."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from scrapy import Request
+from scrapy.http import Response, TextResponse
+from scrapy.settings import Settings
+from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.python import global_object_name
+from twisted.python.failure import Failure
+
+from crawler.extraction import PageData, extract_page, parse_robots_directives
+from crawler.identity import surt_key, url_hash
+from crawler.items import PageItem
+from crawler.outcomes.headers import header, header_values, http_date, media_type
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+class OutcomeRecorder:
+    def __init__(self, settings: Settings, normalize: Callable[[str], str], job_id: str, bot_name: str):
+        self.normalize = normalize
+        self.job_id = job_id
+        self.user_agents = (bot_name,)
+        self.store_body = settings.getbool("CRAWLER_STORE_BODY")
+        self.body_maxsize = settings.getint("CRAWLER_STORE_BODY_MAXSIZE")
+        self.store_links = settings.getbool("CRAWLER_STORE_LINKS")
+
+    def base(self, request: Request, status: str) -> PageItem:
+        """A row for ``request`` with the crawl context it carries in its meta."""
+        meta = request.meta
+        url = meta.get("redirect_urls", [request.url])[0]
+        return PageItem(
+            url=url,
+            url_hash=url_hash(url),
+            surt_key=surt_key(url),
+            domain=_domain(url),
+            status=status,
+            crawled_at=datetime.now(UTC),
+            depth=meta.get("depth", 0),
+            priority=request.priority,
+            discovered_via=meta.get("discovered_via"),
+            referrer=meta.get("referrer"),
+            sitemap_lastmod=meta.get("sitemap_lastmod"),
+            sitemap_changefreq=meta.get("sitemap_changefreq"),
+            sitemap_priority=meta.get("sitemap_priority"),
+            job_id=self.job_id,
+        )
+
+    def fetched(self, response: Response) -> tuple[PageItem, PageData | None]:
+        """The row of a response, and what the page says (None if it is not HTML)."""
+        item = self.base(response.request, "fetched")
+        self._describe_response(item, response)
+        page: PageData | None = None
+        directives = parse_robots_directives(header_values(response, "X-Robots-Tag"), self.user_agents)
+        try:
+            if item.content_type in _HTML_TYPES and isinstance(response, TextResponse):
+                page = extract_page(response.text, response.url, self.normalize, self.user_agents)
+                directives = directives | page.robots
+                page.robots = directives
+                item.title, item.description, item.text = page.title, page.description, page.text
+                item.content_hash = page.text_hash
+                item.links_count = len(page.links)
+                if self.store_links:
+                    item.links = json.dumps(page.links)
+            elif isinstance(response, TextResponse):
+                item.text = " ".join(response.text.split())
+        except Exception as exc:  # bad input must not stop the crawl: the row says why
+            item.status = "error"
+            item.error = f"extraction failed: {global_object_name(type(exc))}: {exc}"
+            return item, None
+        if directives.noindex:
+            item.status, item.noindex, item.text = "noindex", True, None
+        elif self.store_body:
+            item.body = response.body[: self.body_maxsize]
+            item.body_truncated = len(response.body) > self.body_maxsize
+        return item, page
+
+    def failed(self, failure: Failure, request: Request) -> PageItem:
+        item = self.base(request, "error")
+        error = failure.value
+        if isinstance(error, HttpError):
+            self._describe_response(item, error.response)
+            item.error = f"HTTP {error.response.status}"
+        else:
+            item.error = f"{global_object_name(failure.type)}: {error}".rstrip(": ")
+        return item
+
+    def sitemap(self, response: Response, entries: int, problems: list[str]) -> PageItem:
+        item = self.base(response.request, "sitemap")
+        self._describe_response(item, response)
+        item.links_count = entries
+        if problems:
+            item.error = _summary(problems)
+        return item
+
+    def sitemap_unreadable(self, response: Response, reason: str) -> PageItem:
+        item = self.base(response.request, "error")
+        self._describe_response(item, response)
+        item.error = f"sitemap: {reason}"
+        return item
+
+    def redirected_to_seen(self, request: Request) -> PageItem:
+        item = self.base(request, "redirect")
+        item.final_url = request.url
+        item.redirect_count = len(request.meta.get("redirect_urls", ()))
+        item.error = "redirected to a URL already crawled under its own row"
+        return item
+
+    def _describe_response(self, item: PageItem, response: Response) -> None:
+        item.http_status = response.status
+        item.content_type = media_type(response)
+        item.content_length = len(response.body)
+        item.final_url = response.url
+        item.redirect_count = len(response.meta.get("redirect_urls", ()))
+        item.etag = header(response, "ETag")
+        item.last_modified = header(response, "Last-Modified")
+        item.server_date = http_date(header(response, "Date"))
+        latency: Any = response.meta.get("download_latency")
+        item.crawl_duration_ms = round(latency * 1000) if latency is not None else None
+
+
+def _domain(url: str) -> str:
+    return url.split("://", 1)[-1].split("/", 1)[0].rpartition("@")[2]
+
+
+def _summary(problems: list[str], shown: int = 5) -> str:
+    more = f" (and {len(problems) - shown} more)" if len(problems) > shown else ""
+    return "; ".join(problems[:shown]) + more

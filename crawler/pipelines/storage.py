@@ -1,0 +1,239 @@
+"""Batch rows into the database: 100 rows or 1 s, whichever comes first.
+
+The write never blocks the reactor (psycopg's asyncio connection; SQLite on its own thread).
+While the database is unavailable the rows stay in memory and the write is retried with
+backoff; past ``CRAWLER_STORAGE_MAX_PENDING_ROWS`` the pipeline makes the crawl wait. At
+shutdown everything is flushed; what still cannot be written after
+``CRAWLER_STORAGE_SHUTDOWN_TIMEOUT`` goes to a JSON-lines file, so no row is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Self
+
+from scrapy import Request, Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.utils.python import global_object_name
+
+from crawler.items import PageItem, SitemapEntryItem
+from crawler.pipelines.rows import json_safe, page_row, sitemap_entry_row
+from crawler.storage import StorageUnavailable, open_backend
+from crawler.storage.backend import Batch, JobRecord
+
+logger = logging.getLogger(__name__)
+
+_FAILED_STATUSES = frozenset({"error"})
+_FETCHED_STATUSES = frozenset({"fetched", "noindex"})
+
+
+class StoragePipeline:
+    def __init__(self, crawler: Crawler):
+        self.crawler = crawler
+        self.stats = crawler.stats
+        settings = crawler.settings
+        self.database_url = settings.get("DATABASE_URL")
+        self.batch_size = settings.getint("CRAWLER_BATCH_SIZE")
+        self.batch_seconds = settings.getfloat("CRAWLER_BATCH_SECONDS")
+        self.max_pending = settings.getint("CRAWLER_STORAGE_MAX_PENDING_ROWS")
+        self.retry_max_delay = settings.getfloat("CRAWLER_STORAGE_RETRY_MAX_DELAY")
+        self.shutdown_timeout = settings.getfloat("CRAWLER_STORAGE_SHUTDOWN_TIMEOUT")
+        self.unsaved_dir = Path(settings.get("CRAWLER_UNSAVED_ROWS_DIR"))
+        self.backend = open_backend(self.database_url)
+        self.pending = Batch()
+        self.counters = {"pages_fetched": 0, "pages_failed": 0, "rows_written": 0}
+        self._flush_lock = asyncio.Lock()
+        self._flusher: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
+        self._deadline: float | None = None
+        self._started = time.monotonic()
+        crawler.signals.connect(self.request_dropped, signal=signals.request_dropped)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    @property
+    def spider(self) -> Spider:
+        assert self.crawler.spider is not None
+        return self.crawler.spider
+
+    async def open_spider(self) -> None:
+        await self._until_available(self.backend.open, "open the database")
+        spider = self.spider
+        job = JobRecord(
+            id=spider.job_id,
+            spider=spider.name,
+            seeds=",".join(getattr(spider, "seeds", [])),
+            started_at=datetime.now(UTC),
+        )
+        await self._until_available(lambda: self.backend.start_job(job), "record the job")
+        logger.info("Storing rows in %s (job %s)", self.backend.target, job.id)
+        self._flusher = asyncio.ensure_future(self._flush_periodically())
+
+    async def process_item(self, item: Any) -> Any:
+        if isinstance(item, PageItem):
+            self._count(item)
+            self.pending.pages.append(page_row(item))
+        elif isinstance(item, SitemapEntryItem):
+            self.pending.sitemap_entries.append(sitemap_entry_row(item))
+        else:
+            return item
+        if len(self.pending) >= self.max_pending:
+            self.stats.inc_value("storage/backpressure_waits")
+            await self.flush()
+        elif len(self.pending) >= self.batch_size and not self._flush_lock.locked():
+            self._in_background(self.flush())
+        return item
+
+    def request_dropped(self, request: Request, spider: Spider) -> None:
+        # A redirect whose target was already crawled is dropped by the dupefilter; the URL
+        # that redirected was accepted, so it still gets its row.
+        if request.meta.get("redirect_urls") and hasattr(spider, "recorder"):
+            item = spider.recorder.redirected_to_seen(request)
+            self.pending.pages.append(page_row(item))
+
+    async def close_spider(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        self._deadline = time.monotonic() + self.shutdown_timeout
+        spider = self.spider
+        reason = self.crawler.stats.get_value("finish_reason") or "finished"
+        try:
+            await self.flush()
+            await self._until_available(
+                lambda: self.backend.finish_job(
+                    spider.job_id,
+                    finished_at=datetime.now(UTC),
+                    status="finished" if reason == "finished" else "failed" if "fail" in reason else "stopped",
+                    reason=reason,
+                    counters=self.counters,
+                    stats=json.dumps(self.crawler.stats.get_stats(), default=str),
+                ),
+                "record the end of the job",
+            )
+        except StorageUnavailable as exc:
+            self._spill(exc)
+        finally:
+            await self.backend.close()
+        logger.info(
+            "Crawl %s %s: %d pages fetched, %d errors, %d rows written in %.1f s; rows are in %s",
+            spider.job_id,
+            reason,
+            self.counters["pages_fetched"],
+            self.counters["pages_failed"],
+            self.counters["rows_written"],
+            time.monotonic() - self._started,
+            self.backend.target,
+        )
+
+    async def flush(self) -> None:
+        """Write everything pending, batch by batch, waiting while the database is away."""
+        async with self._flush_lock:
+            while self.pending:
+                batch = Batch(
+                    self.pending.pages[: self.batch_size],
+                    self.pending.sitemap_entries[: self.batch_size],
+                )
+                await self._until_available(lambda: self._write(batch), "write rows")
+                del self.pending.pages[: len(batch.pages)]
+                del self.pending.sitemap_entries[: len(batch.sitemap_entries)]
+                self.counters["rows_written"] += len(batch)
+                self.stats.inc_value("storage/rows_written", len(batch))
+                self.stats.inc_value("storage/batches")
+
+    async def _write(self, batch: Batch) -> None:
+        try:
+            await self.backend.write(batch)
+        except StorageUnavailable:
+            raise
+        except Exception as exc:
+            # A row the database refuses must not block the others: write one by one and
+            # keep what is refused in the file of unsaved rows.
+            logger.error("Batch refused (%s: %s); writing its rows one by one", global_object_name(type(exc)), exc)
+            await self._write_one_by_one(batch)
+
+    async def _write_one_by_one(self, batch: Batch) -> None:
+        for kind in ("pages", "sitemap_entries"):
+            for row in getattr(batch, kind):
+                single = Batch(**{kind: [row]})
+                try:
+                    await self.backend.write(single)
+                except StorageUnavailable:
+                    raise
+                except Exception as exc:
+                    self.stats.inc_value("storage/rows_refused")
+                    self._append_unsaved(kind, [row], f"{global_object_name(type(exc))}: {exc}")
+
+    async def _until_available(self, operation: Any, what: str) -> None:
+        delay = 0.5
+        since: float | None = None
+        while True:
+            try:
+                await operation()
+            except StorageUnavailable as exc:
+                now = time.monotonic()
+                since = since or now
+                if self._deadline is not None and now + delay > self._deadline:
+                    raise
+                self.stats.inc_value("storage/retries")
+                logger.warning("Could not %s (%s); retrying in %.1f s, rows kept in memory: %d", what, exc, delay, len(self.pending))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.retry_max_delay)
+            else:
+                if since is not None:
+                    logger.info("Database available again after %.1f s", time.monotonic() - since)
+                return
+
+    async def _flush_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.batch_seconds)
+            if self.pending and not self._flush_lock.locked():
+                self._in_background(self.flush())
+
+    def _in_background(self, coroutine: Any) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        task.add_done_callback(_log_failure)
+
+    def _count(self, item: PageItem) -> None:
+        if item.status in _FETCHED_STATUSES:
+            self.counters["pages_fetched"] += 1
+        elif item.status in _FAILED_STATUSES:
+            self.counters["pages_failed"] += 1
+        self.stats.inc_value(f"pages/status/{item.status}")
+
+    def _spill(self, exc: Exception) -> None:
+        self._append_unsaved("pages", self.pending.pages, str(exc))
+        self._append_unsaved("sitemap_entries", self.pending.sitemap_entries, str(exc))
+        logger.error(
+            "The database stayed unavailable (%s): %d rows were written to %s instead",
+            exc,
+            len(self.pending),
+            self._unsaved_path(),
+        )
+        self.pending = Batch()
+
+    def _append_unsaved(self, kind: str, rows: list[tuple[Any, ...]], reason: str) -> None:
+        if not rows:
+            return
+        path = self._unsaved_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as file:
+            for row in rows:
+                file.write(json.dumps({"table": kind, "reason": reason, "row": json_safe(row)}) + "\n")
+
+    def _unsaved_path(self) -> Path:
+        return self.unsaved_dir / f"unsaved-rows-{self.spider.job_id}.jsonl"
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("Background flush failed", exc_info=task.exception())

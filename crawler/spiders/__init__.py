@@ -1,0 +1,1 @@
+"""The crawl's spiders: ``sitemap`` (discover from sitemaps) and ``links`` (follow links)."""

@@ -1,0 +1,187 @@
+"""``scrapy crawl sitemap -a url=…``: discover pages from sitemaps and crawl them.
+
+A seed may be a domain, a home page, a deep page, a robots.txt URL or a sitemap URL.
+Sitemaps are found in robots.txt ``Sitemap:`` lines, else at the fallback paths; indexes are
+followed recursively with loop and depth guards. With no sitemap at all, the seed is crawled.
+Scrapy's ``SitemapSpider`` is not subclassed: its parser reads XML only and drops entries
+with several ``loc``; ``scrapy.utils.sitemap.sitemap_urls_from_robots`` is reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+from scrapy.utils.sitemap import sitemap_urls_from_robots
+from twisted.python.failure import Failure
+
+from crawler.identity import InvalidURL, url_hash
+from crawler.items import PageItem, SitemapEntryItem
+from crawler.sitemaps import SitemapDocument, SitemapError, parse_sitemap
+from crawler.sitemaps.discovery import (
+    Discovery,
+    Phase,
+    SeedKind,
+    fallback_sitemap_urls,
+    robots_url,
+    seed_kind,
+)
+from crawler.spiders.base import BaseCrawlSpider
+
+
+class SitemapCrawlSpider(BaseCrawlSpider):
+    name = "sitemap"
+
+    def _configure(self, crawler: Crawler) -> None:
+        super()._configure(crawler)
+        settings = crawler.settings
+        self.fallback_paths = settings.getlist("CRAWLER_SITEMAP_FALLBACK_PATHS")
+        self.sitemap_max_depth = settings.getint("CRAWLER_SITEMAP_MAX_DEPTH")
+        self.sitemap_max_size = settings.getint("CRAWLER_SITEMAP_MAX_SIZE")
+        self.sitemap_strict = settings.getbool("CRAWLER_SITEMAP_STRICT")
+        self.sitemaps_seen: set[str] = set()
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.seed_urls():
+            discovery = Discovery(url)
+            kind = seed_kind(url)
+            if kind is SeedKind.SITEMAP:
+                discovery.phase = Phase.FALLBACK  # a failed sitemap seed falls back to the page
+                for request in self._sitemap_requests(discovery, [url], depth=0):
+                    yield request
+            else:
+                yield Request(
+                    robots_url(url),
+                    callback=self.parse_robots,
+                    errback=self.robots_failed,
+                    priority=1000,
+                    meta={"discovery": discovery, "dont_obey_robotstxt": True},
+                )
+
+    def parse_robots(self, response: Response) -> Iterator[Request | PageItem]:
+        discovery: Discovery = response.meta["discovery"]
+        listed = [u for u in sitemap_urls_from_robots(response.body, base_url=response.url)]
+        self.crawler.stats.inc_value("sitemap/robots_listed", len(listed))
+        if listed:
+            yield from self._sitemap_requests(discovery, listed, depth=0)
+        if discovery.pending == 0:
+            yield from self._next_phase(discovery, discovery.advance())
+
+    def robots_failed(self, failure: Failure) -> Iterator[Request | PageItem]:
+        discovery: Discovery = failure.request.meta["discovery"]
+        self.logger.debug("No robots.txt for %s: %s", discovery.seed, failure.value)
+        yield from self._next_phase(discovery, discovery.advance())
+
+    def parse_sitemap(self, response: Response) -> Iterator[Request | PageItem | SitemapEntryItem]:
+        discovery: Discovery = response.meta["discovery"]
+        try:
+            document = parse_sitemap(
+                response.body, response.url, max_size=self.sitemap_max_size, strict=self.sitemap_strict
+            )
+        except SitemapError as exc:
+            self.logger.warning("Unreadable sitemap %s: %s", response.url, exc)
+            self.crawler.stats.inc_value("sitemap/unreadable")
+            yield self.recorder.sitemap_unreadable(response, str(exc))
+            yield from self._next_phase(discovery, discovery.finished(0))
+            return
+        if document.problems:
+            self.crawler.stats.inc_value("sitemap/problems", len(document.problems))
+        yield self.recorder.sitemap(response, len(document.entries), document.problems)
+        depth = response.meta["sitemap_depth"]
+        if document.is_index:
+            children = [entry.loc for entry in document.entries]
+            yield from self._sitemap_requests(discovery, children, depth=depth + 1)
+            found = 0
+        else:
+            found = yield from self._entries(response, document)
+        yield from self._next_phase(discovery, discovery.finished(found))
+
+    def sitemap_failed(self, failure: Failure) -> Iterator[Request | PageItem]:
+        discovery: Discovery = failure.request.meta["discovery"]
+        yield self.recorder.failed(failure, failure.request)
+        yield from self._next_phase(discovery, discovery.finished(0))
+
+    def _entries(self, response: Response, document: SitemapDocument) -> Iterator[Request | SitemapEntryItem]:
+        """Store each listed URL and request the new ones; return how many were listed."""
+        listed = 0
+        depth = response.meta.get("depth", 0) + 1
+        for entry in document.entries:
+            try:
+                url = self.normalize(entry.loc)
+            except InvalidURL as exc:
+                self.logger.debug("Invalid URL %r in sitemap %s: %s", entry.loc, response.url, exc)
+                self.crawler.stats.inc_value("sitemap/invalid_url")
+                continue
+            listed += 1
+            yield SitemapEntryItem(
+                sitemap_url=response.url,
+                url=url,
+                url_hash=url_hash(url),
+                lastmod=entry.lastmod,
+                changefreq=entry.changefreq,
+                priority=entry.priority,
+                job_id=self.job_id,
+                discovered_at=self.recorder.base(response.request, "sitemap").crawled_at,
+            )
+            if url not in self.scope:
+                self.crawler.stats.inc_value("sitemap/offsite")
+                continue
+            request = self.page_request(
+                url,
+                depth=depth,
+                via="sitemap",
+                referrer=response.url,
+                sitemap_lastmod=entry.lastmod,
+                sitemap_changefreq=entry.changefreq,
+                sitemap_priority=entry.priority,
+            )
+            if request is not None:
+                yield request
+        return listed
+
+    def _sitemap_requests(self, discovery: Discovery, urls: list[str], *, depth: int) -> Iterator[Request]:
+        if depth > self.sitemap_max_depth:
+            self.logger.warning("Sitemap index nesting deeper than %d at %s", self.sitemap_max_depth, urls[:3])
+            self.crawler.stats.inc_value("sitemap/too_deep", len(urls))
+            return
+        for raw in urls:
+            try:
+                url = self.normalize(raw)
+            except InvalidURL:
+                self.crawler.stats.inc_value("sitemap/invalid_url")
+                continue
+            if url in self.sitemaps_seen:  # an index listing itself or an ancestor
+                self.crawler.stats.inc_value("sitemap/loop")
+                continue
+            self.sitemaps_seen.add(url)
+            discovery.started(url)
+            yield Request(
+                url,
+                callback=self.parse_sitemap,
+                errback=self.sitemap_failed,
+                priority=1000 - depth,
+                meta={
+                    "discovery": discovery,
+                    "sitemap_depth": depth,
+                    "discovered_via": "sitemap-index" if depth else "sitemap-seed",
+                    "download_maxsize": self.sitemap_max_size,
+                },
+            )
+
+    def _next_phase(self, discovery: Discovery, phase: Phase | None) -> Iterator[Request | PageItem]:
+        if phase is Phase.FALLBACK:
+            urls = fallback_sitemap_urls(discovery.seed, self.fallback_paths)
+            requests = list(self._sitemap_requests(discovery, urls, depth=0))
+            if requests:
+                yield from requests
+                return
+            phase = discovery.advance()
+        if phase is Phase.PAGE:
+            self.logger.info("No sitemap found for %s: crawling it directly", discovery.seed)
+            self.crawler.stats.inc_value("sitemap/none_found")
+            request = self.page_request(discovery.seed, depth=0, via="seed")
+            if request is not None:
+                yield request

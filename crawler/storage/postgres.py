@@ -1,0 +1,100 @@
+"""The shared backend: PostgreSQL through psycopg 3's asynchronous pool, on the reactor's
+asyncio loop (no thread, no blocking call)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from crawler.storage.backend import Batch, StorageBackend, StorageUnavailable
+from crawler.storage.schema import migration_statements, upsert_pages_sql, upsert_sitemap_entries_sql
+
+_UPSERT_PAGES = upsert_pages_sql("%s")
+_UPSERT_SITEMAP_ENTRIES = upsert_sitemap_entries_sql("%s")
+# Any constant will do: it serialises schema migrations of processes that start together.
+_MIGRATION_LOCK = 72_401_337
+
+
+class PostgresBackend(StorageBackend):
+    dialect = "postgresql"
+
+    def __init__(self, database_url: str, *, connect_timeout: float = 5.0):
+        self.database_url = database_url
+        info = psycopg.conninfo.conninfo_to_dict(database_url)
+        info.pop("password", None)
+        self.target = f"postgresql://{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+        self._connect_timeout = connect_timeout
+        self._pool: AsyncConnectionPool | None = None
+
+    async def _connect(self) -> None:
+        self._pool = AsyncConnectionPool(
+            self.database_url,
+            min_size=1,
+            max_size=2,
+            open=False,
+            timeout=self._connect_timeout,
+            check=AsyncConnectionPool.check_connection,
+            kwargs={"connect_timeout": max(1, int(self._connect_timeout))},
+        )
+        await self._pool.open(wait=False)
+
+    async def _migrate(self, latest: int) -> None:
+        async with self._connection() as connection, connection.transaction():
+            await connection.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            await connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            cursor = await connection.execute("SELECT MAX(version) FROM schema_version")
+            row = await cursor.fetchone()
+            current = (row[0] if row else None) or 0
+            for version in range(current + 1, latest + 1):
+                for statement in migration_statements(version, "postgresql"):
+                    await connection.execute(statement)
+                await connection.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
+
+    def _connection(self):
+        if self._pool is None:
+            raise StorageUnavailable("PostgreSQL backend is not open")
+        return _Guarded(self._pool, self.target)
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    async def write(self, batch: Batch) -> None:
+        async with self._connection() as connection, connection.transaction(), connection.cursor() as cursor:
+            if batch.pages:
+                await cursor.executemany(_UPSERT_PAGES, batch.pages)
+            if batch.sitemap_entries:
+                await cursor.executemany(_UPSERT_SITEMAP_ENTRIES, batch.sitemap_entries)
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        async with self._connection() as connection:
+            cursor = await connection.execute(sql.replace("?", "%s"), tuple(params))
+            return await cursor.fetchall() if cursor.description else []
+
+
+class _Guarded:
+    """A pooled connection whose connection failures surface as StorageUnavailable."""
+
+    def __init__(self, pool: AsyncConnectionPool, target: str):
+        self._context = pool.connection()
+        self._target = target
+
+    async def __aenter__(self) -> psycopg.AsyncConnection:
+        try:
+            return await self._context.__aenter__()
+        except (PoolTimeout, psycopg.OperationalError) as exc:
+            raise StorageUnavailable(f"{self._target}: {exc}") from exc
+
+    async def __aexit__(self, *exc_info: Any) -> bool:
+        try:
+            await self._context.__aexit__(*exc_info)
+        except (PoolTimeout, psycopg.OperationalError) as exc:
+            raise StorageUnavailable(f"{self._target}: {exc}") from exc
+        error = exc_info[1]
+        if isinstance(error, psycopg.OperationalError):
+            raise StorageUnavailable(f"{self._target}: {error}") from error
+        return False

@@ -1,0 +1,11 @@
+"""Packaging for scrapyd (``scrapyd-deploy`` builds an egg from this)."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="crawler",
+    version="0.1.0",
+    packages=find_packages(include=["crawler", "crawler.*"]),
+    entry_points={"scrapy": ["settings = crawler.settings"]},
+    python_requires=">=3.11",
+)
