@@ -16,7 +16,7 @@ USER_AGENT = os.environ.get("CRAWLER_USER_AGENT", "crawler/0.1 (+https://github.
 # --- Politeness (defaults of the rules table in the design) ---------------------------------
 ROBOTSTXT_OBEY = True
 DOWNLOAD_DELAY = 1.0
-RANDOMIZE_DOWNLOAD_DELAY = False
+DOWNLOAD_DELAY_JITTER = 0
 CONCURRENT_REQUESTS = 32
 CONCURRENT_REQUESTS_PER_DOMAIN = 2
 COOKIES_ENABLED = False

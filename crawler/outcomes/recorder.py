@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scrapy import Request
+from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from scrapy.http import Response, TextResponse
 from scrapy.settings import Settings
 from scrapy.spidermiddlewares.httperror import HttpError
@@ -30,6 +31,7 @@ class OutcomeRecorder:
         self.store_body = settings.getbool("CRAWLER_STORE_BODY")
         self.body_maxsize = settings.getint("CRAWLER_STORE_BODY_MAXSIZE")
         self.store_links = settings.getbool("CRAWLER_STORE_LINKS")
+        self.download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
 
     def base(self, request: Request, status: str) -> PageItem:
         """A row for ``request`` with the crawl context it carries in its meta."""
@@ -87,6 +89,13 @@ class OutcomeRecorder:
         if isinstance(error, HttpError):
             self._describe_response(item, error.response)
             item.error = f"HTTP {error.response.status}"
+        elif isinstance(error, IgnoreRequest) and "robots.txt" in str(error):
+            item.status = "blocked_by_robots"
+            item.error = str(error)
+        elif isinstance(error, DownloadCancelledError) and not str(error):
+            # Scrapy cancels a streamed body past the size limit without a message.
+            limit = request.meta.get("download_maxsize", self.download_maxsize)
+            item.error = f"response body larger than the size limit of {limit} bytes"
         else:
             item.error = f"{global_object_name(failure.type)}: {error}".rstrip(": ")
         return item
@@ -106,10 +115,16 @@ class OutcomeRecorder:
         return item
 
     def redirected_to_seen(self, request: Request) -> PageItem:
-        item = self.base(request, "redirect")
+        chain = request.meta.get("redirect_urls", ())
+        looped = request.url in chain
+        item = self.base(request, "error" if looped else "redirect")
         item.final_url = request.url
-        item.redirect_count = len(request.meta.get("redirect_urls", ()))
-        item.error = "redirected to a URL already crawled under its own row"
+        item.redirect_count = len(chain)
+        item.error = (
+            f"redirect loop: {' -> '.join([*chain, request.url])}"
+            if looped
+            else "redirected to a URL already crawled under its own row"
+        )
         return item
 
     def _describe_response(self, item: PageItem, response: Response) -> None:

@@ -235,10 +235,15 @@ def _split_tag(tag: object) -> tuple[str, str]:
 
 
 def _text(element: lxml.etree._Element) -> str:
+    # An entity is never expanded; a value that used one is unusable, so it is left empty.
+    if any(isinstance(node, lxml.etree._Entity) for node in element.iter()):
+        return ""
     return "".join(element.itertext()).strip()
 
 
 def _own_text(element: lxml.etree._Element) -> str:
+    if any(isinstance(node, lxml.etree._Entity) for node in element):
+        return ""
     return (element.text or "").strip()
 
 

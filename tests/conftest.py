@@ -1,0 +1,66 @@
+"""Shared fixtures: the real services, the local test web, a fresh database per test (both
+backends), and a helper that runs ``scrapy crawl`` the way users do."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from tests.helpers import Database
+from tests.testweb import TestWeb
+
+POSTGRES_ADMIN_URL = os.environ.get("CRAWLER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+REDIS_ADDRESS = ("127.0.0.1", 6379)
+
+WEB_SITES = {
+    "links": "links",
+    "sitemaps": "sitemaps",
+    "fallback": "fallback",
+    "index-fallback": "index-fallback",
+    "no-sitemap": "no-sitemap",
+    "hostile": "hostile",
+    "heavy": "heavy:pages=300,links=200",
+}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    missing = []
+    try:
+        psycopg.connect(POSTGRES_ADMIN_URL, connect_timeout=5).close()
+    except psycopg.Error as exc:
+        missing.append(f"PostgreSQL at {POSTGRES_ADMIN_URL}: {exc}")
+    try:
+        socket.create_connection(REDIS_ADDRESS, timeout=5).close()
+    except OSError as exc:
+        missing.append(f"Redis at {REDIS_ADDRESS[0]}:{REDIS_ADDRESS[1]}: {exc}")
+    if missing:
+        pytest.exit("The tests need real services, and these are not reachable:\n  " + "\n  ".join(missing)
+                    + "\nRun the tests with ./run-tests, which starts them.", returncode=3)
+
+
+@pytest.fixture(scope="session")
+def web() -> Iterator[TestWeb]:
+    with TestWeb(WEB_SITES) as test_web:
+        yield test_web
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path) -> Iterator[Database]:
+    """A fresh, empty database of each backend."""
+    if request.param == "sqlite":
+        yield Database(f"sqlite:///{tmp_path / 'crawler.db'}")
+        return
+    name = f"crawler_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield Database(url)
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

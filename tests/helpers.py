@@ -1,0 +1,63 @@
+"""Helpers for tests: read a database of either backend, run a crawl as a user would."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Politeness off and quiet logs: tests assert on behaviour, not pacing.
+FAST = {"DOWNLOAD_DELAY": "0", "LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS_PER_DOMAIN": "8"}
+
+
+@dataclass(frozen=True)
+class Database:
+    url: str
+
+    @property
+    def backend(self) -> str:
+        return "sqlite" if self.url.startswith("sqlite") else "postgresql"
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self.backend == "sqlite":
+            path = self.url.partition("://")[2][1:]
+            with sqlite3.connect(path) as connection:
+                return connection.execute(sql, params).fetchall()
+        with psycopg.connect(self.url) as connection:
+            return connection.execute(sql.replace("?", "%s"), params).fetchall()
+
+    def pages(self) -> dict[str, dict[str, Any]]:
+        """Rows of ``pages`` by URL, as dicts."""
+        columns = [
+            "url", "status", "http_status", "error", "title", "description", "text", "body",
+            "noindex", "links_count", "links", "final_url", "redirect_count", "depth",
+            "discovered_via", "content_type", "content_length", "content_hash", "surt_key",
+            "url_hash", "sitemap_lastmod", "sitemap_changefreq", "sitemap_priority", "job_id",
+            "etag", "last_modified", "server_date", "crawl_duration_ms", "body_truncated",
+        ]  # fmt: skip
+        rows = self.query(f"SELECT {', '.join(columns)} FROM pages")
+        return {row[0]: dict(zip(columns, row)) for row in rows}
+
+
+def crawl(spider: str, database: Database, *args: str, settings: dict[str, str] | None = None, timeout: float = 300, **arguments: str) -> subprocess.CompletedProcess[str]:
+    """Run ``scrapy crawl SPIDER -a k=v … -s K=V …`` in the project; fail on a non-zero exit."""
+    command = [sys.executable, "-m", "scrapy", "crawl", spider]
+    for name, value in arguments.items():
+        command += ["-a", f"{name}={value}"]
+    for name, value in {**FAST, "DATABASE_URL": database.url, **(settings or {})}.items():
+        command += ["-s", f"{name}={value}"]
+    command += list(args)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("DATABASE_URL", None)
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert "Traceback" not in result.stderr, result.stderr[-5000:]
+    return result

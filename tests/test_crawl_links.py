@@ -1,0 +1,149 @@
+"""The links spider on the local test web, asserted from the rows and the server's own log."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from tests.helpers import Database, crawl
+from tests.testweb import TestWeb
+from tests.testweb.sites import LinksSite
+
+
+def _crawl_links(web: TestWeb, database: Database, **arguments: str) -> dict[str, dict]:
+    web.clear()
+    crawl("links", database, url=web.url("links"), **arguments)
+    return {url.removeprefix(web.base("links")): row for url, row in database.pages().items()}
+
+
+def _fetched_paths(web: TestWeb) -> list[str]:
+    return [entry.path for entry in web.log("links") if entry.path != "/robots.txt"]
+
+
+def test_reaches_every_page_within_depth_and_fetches_none_twice(web: TestWeb, database: Database) -> None:
+    rows = _crawl_links(web, database, max_depth="3")
+    fetched = _fetched_paths(web)
+    answered = [e.path for e in web.log("links") if e.status < 500 and e.path != "/robots.txt"]  # 5xx are retried
+    assert [path for path, n in Counter(answered).items() if n > 1] == []
+    sections = {f"/section/{i}" for i in range(LinksSite.SECTIONS)}
+    pages = {f"/section/{i}/page/{j}" for i in range(LinksSite.SECTIONS) for j in range(LinksSite.PAGES_PER_SECTION)}
+    assert sections | pages <= rows.keys()
+    assert {f"/chain/{n}" for n in range(1, 4)} <= rows.keys()
+    assert "/chain/4" not in rows and "/chain/4" not in fetched
+    assert {row["depth"] for row in rows.values()} == {0, 1, 2, 3}
+    # every URL the server saw requested has its row
+    assert {path.split("#")[0] for path in fetched} - {"/redirect-target", "/loop-b", "/loop-a"} <= rows.keys() | {
+        "/duplicate?b=2&a=1&utm_source=news"
+    }
+
+
+def test_default_depth_limit_is_ten(web: TestWeb, database: Database) -> None:
+    rows = _crawl_links(web, database)
+    assert "/chain/10" in rows and "/chain/11" not in rows
+    assert "/chain/11" not in _fetched_paths(web)
+
+
+def test_nofollow_links_are_not_followed(web: TestWeb, database: Database) -> None:
+    rows = _crawl_links(web, database)
+    assert "/nofollow-target" not in rows
+    assert "/nofollow-target" not in _fetched_paths(web)
+    home = rows["/"]
+    assert web.url("links", "/nofollow-target") in json.loads(home["links"])
+
+
+def test_nofollow_can_be_ignored_by_setting(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("links"), settings={"CRAWLER_RESPECT_NOFOLLOW": "False"})
+    assert web.url("links", "/only-from-nofollow") in database.pages()
+
+
+def test_canonical_link_is_followed(web: TestWeb, database: Database) -> None:
+    rows = _crawl_links(web, database)
+    assert rows["/canonical-target"]["status"] == "fetched"
+    assert "/canonical-target" in _fetched_paths(web)
+
+
+def test_canonical_following_can_be_turned_off(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("links"), settings={"CRAWLER_FOLLOW_CANONICAL": "False"})
+    assert web.url("links", "/canonical-target") not in database.pages()
+
+
+def test_noindex_pages_are_kept_without_body_or_text_but_followed(web: TestWeb, database: Database) -> None:
+    rows = _crawl_links(web, database)
+    for path in ("/noindex-meta", "/noindex-header"):
+        row = rows[path]
+        assert row["status"] == "noindex" and row["noindex"]
+        assert row["body"] is None and row["text"] is None
+        assert row["http_status"] == 200
+    assert rows["/noindex-meta"]["title"] == "Meta noindex"
+    assert rows["/from-noindex"]["status"] == "fetched"
+
+
+def test_row_contents_of_a_fetched_page(web: TestWeb, database: Database) -> None:
+    rows = _crawl_links(web, database)
+    home = rows["/"]
+    assert home["status"] == "fetched" and home["http_status"] == 200
+    assert home["title"] == "Home"
+    assert "Welcome home" in home["text"] and "script text" not in home["text"]
+    assert bytes(home["body"]).startswith(b"<!DOCTYPE html>")
+    assert home["content_type"] == "text/html"
+    assert home["content_length"] == len(bytes(home["body"]))
+    assert len(home["content_hash"]) == 64 and len(home["url_hash"]) == 64
+    assert home["surt_key"].endswith(")/")
+    assert home["server_date"] is not None and home["crawl_duration_ms"] is not None
+    assert home["discovered_via"] == "seed" and home["depth"] == 0
+    links = json.loads(home["links"])
+    assert home["links_count"] == len(links) == len(set(links))
+    assert all(link.startswith("http://") for link in links)
+    assert not any("utm_source" in link or "#" in link for link in links)
+
+
+def test_duplicate_urls_collapse_to_one_normal_form(web: TestWeb, database: Database) -> None:
+    rows = _crawl_links(web, database)
+    duplicates = [path for path in rows if path.startswith("/duplicate")]
+    assert duplicates == ["/duplicate?a=1&b=2"]
+    assert [p for p in _fetched_paths(web) if p.startswith("/duplicate")] == ["/duplicate?a=1&b=2"]
+
+
+def test_every_outcome_is_a_row_with_its_reason(web: TestWeb, database: Database) -> None:
+    rows = _crawl_links(web, database)
+    assert rows["/missing"]["status"] == "error" and rows["/missing"]["error"] == "HTTP 404"
+    assert rows["/server-error"]["status"] == "error" and rows["/server-error"]["http_status"] == 500
+    assert rows["/private/secret"]["status"] == "blocked_by_robots"
+    assert "/private/secret" not in _fetched_paths(web)
+    assert rows["/loop-a"]["status"] == "error" and rows["/loop-a"]["error"].startswith("redirect loop")
+    assert rows["/big"]["status"] == "error" and "size limit" in rows["/big"]["error"]
+    redirect = rows["/redirect"]
+    assert redirect["status"] == "fetched" and redirect["redirect_count"] == 1
+    assert redirect["final_url"] == web.url("links", "/redirect-target")
+    assert rows["/image.png"]["status"] == "fetched" and rows["/image.png"]["text"] is None
+
+
+def test_bad_input_pages_are_rows_and_the_crawl_goes_on(web: TestWeb, database: Database) -> None:
+    rows = _crawl_links(web, database)
+    assert rows["/latin1"]["title"] == "Café crème" and "Naïve façade" in rows["/latin1"]["text"]
+    assert rows["/shift-jis"]["title"] == "日本語"
+    assert rows["/malformed"]["status"] == "fetched"
+    assert rows["/from-malformed"]["status"] == "fetched"  # a link inside broken markup
+    assert rows["/bad-links"]["links_count"] == 1  # only /good-link is a valid http link
+    assert rows["/good-link"]["status"] == "fetched"
+
+
+def test_max_pages_counts_pages_fetched(web: TestWeb, database: Database) -> None:
+    rows = _crawl_links(web, database, max_pages="7")
+    assert len(rows) == 7
+    assert len(_fetched_paths(web)) <= 7 + 2  # redirect hops are requests too
+
+
+def test_job_is_recorded(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("links"), job_id="job-42", max_depth="1")
+    jobs = database.query("SELECT id, spider, seeds, status, finish_reason, pages_fetched, rows_written FROM crawl_jobs")
+    assert len(jobs) == 1
+    job_id, spider, seeds, status, reason, fetched, written = jobs[0]
+    assert (job_id, spider, seeds, status, reason) == ("job-42", "links", web.url("links"), "finished", "finished")
+    pages = database.pages()
+    assert fetched == sum(1 for row in pages.values() if row["status"] in ("fetched", "noindex"))
+    assert written == len(pages)
+    assert {row["job_id"] for row in pages.values()} == {"job-42"}

@@ -1,0 +1,91 @@
+"""Start and stop the test web's server process and read its request log."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRequest:
+    host: str
+    path: str
+    method: str
+    status: int
+    start: float
+    end: float
+
+
+class TestWeb:
+    __test__ = False  # not a test class, whatever pytest thinks of the name
+
+    def __init__(self, sites: dict[str, str], first_address: int = 10):
+        """``sites`` maps a label to a site spec (``links``, ``heavy:pages=500``); each label
+        gets its own loopback address."""
+        self.addresses = {label: f"127.0.0.{first_address + i}" for i, label in enumerate(sites)}
+        self.specs = sites
+        self.port = _free_port(next(iter(self.addresses.values()), "127.0.0.1"))
+        self._process: subprocess.Popen[str] | None = None
+
+    def start(self) -> TestWeb:
+        command = [sys.executable, "-m", "tests.testweb.server", "--port", str(self.port)]
+        for label, spec in self.specs.items():
+            command += ["--site", f"{self.addresses[label]}={spec}"]
+        self._process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if line.strip() != "READY":
+            self.stop()
+            raise RuntimeError(f"the test web did not start: {line!r}")
+        return self
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGTERM)
+            try:
+                self._process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.kill(self._process.pid, signal.SIGKILL)
+                self._process.wait()
+        self._process = None
+
+    def __enter__(self) -> TestWeb:
+        return self.start()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+    def base(self, label: str) -> str:
+        return f"http://{self.addresses[label]}:{self.port}"
+
+    def url(self, label: str, path: str = "/") -> str:
+        return self.base(label) + path
+
+    def log(self, label: str | None = None) -> list[LoggedRequest]:
+        entries = self._control("log")
+        host = f"{self.addresses[label]}:{self.port}" if label else None
+        return [LoggedRequest(**e) for e in entries if host is None or e["host"] == host]
+
+    def clear(self) -> None:
+        self._control("clear")
+
+    def _control(self, action: str) -> Any:
+        address = next(iter(self.addresses.values()))
+        with urllib.request.urlopen(f"http://{address}:{self.port}/__testweb__/{action}", timeout=10) as reply:
+            return json.loads(reply.read())
+
+
+def _free_port(address: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((address, 0))
+        return probe.getsockname()[1]

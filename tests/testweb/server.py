@@ -1,0 +1,91 @@
+"""The test web's server process: ``python -m tests.testweb.server --port P --site IP=NAME[:k=v,…] …``.
+
+Every request is logged server-side with its start and end times, host, path and status;
+``GET /__testweb__/log`` returns the log as JSON and ``GET /__testweb__/clear`` empties it
+(neither is logged).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from twisted.internet import reactor
+from twisted.web.resource import Resource
+from twisted.web.server import NOT_DONE_YET, Request, Site
+
+from tests.testweb.sites import SITES
+from tests.testweb.sites import Site as GeneratedSite
+
+CONTROL = "/__testweb__/"
+
+
+class Router(Resource):
+    isLeaf = True
+
+    def __init__(self, sites: dict[str, GeneratedSite]):
+        super().__init__()
+        self.sites = sites
+        self.log: list[dict[str, Any]] = []
+
+    def render(self, request: Request) -> bytes | int:
+        path = request.uri.decode("latin-1")
+        if path.startswith(CONTROL):
+            return self._control(path, request)
+        address = request.getHost()
+        host = f"{address.host}:{address.port}"
+        entry = {"host": host, "path": path, "method": request.method.decode(), "start": time.time()}
+        site = self.sites.get(address.host)
+        reply = site.reply(path, f"http://{host}") if site else None
+        status = reply.status if reply else 404
+        entry["status"] = status
+        request.setResponseCode(status)
+        for name, value in (reply.headers.items() if reply else ()):
+            request.setHeader(name, value)
+
+        def finished(_: object) -> None:
+            entry["end"] = time.time()
+            self.log.append(entry)
+
+        request.notifyFinish().addBoth(finished)
+        if request.method != b"HEAD" and reply is not None:
+            request.write(reply.body)
+        request.finish()
+        return NOT_DONE_YET
+
+    def _control(self, path: str, request: Request) -> bytes:
+        request.setHeader("Content-Type", "application/json")
+        if path.startswith(CONTROL + "clear"):
+            self.log.clear()
+            return b"{}"
+        return json.dumps(self.log).encode()
+
+
+def parse_site(spec: str) -> tuple[str, GeneratedSite]:
+    address, _, profile = spec.partition("=")
+    name, _, options = profile.partition(":")
+    values = dict(pair.split("=", 1) for pair in options.split(",") if pair) if options else {}
+    return address, SITES[name](values)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--site", action="append", default=[], help="IP=NAME[:key=value,…]")
+    args = parser.parse_args(argv)
+    sites = dict(parse_site(spec) for spec in args.site)
+    factory = Site(Router(sites))
+    factory.noisy = False
+    factory.log = lambda request: None  # the Router keeps its own log
+    for address in sites:
+        reactor.listenTCP(args.port, factory, interface=address, backlog=1024)
+    print("READY", flush=True)
+    sys.stdout.flush()
+    reactor.run()
+
+
+if __name__ == "__main__":
+    main()

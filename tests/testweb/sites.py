@@ -1,0 +1,301 @@
+"""The generated sites. Each site answers a path (with its query) for one host; ``base`` is
+the host's own ``http://127.0.0.x:port``. Class constants say what a crawl should find."""
+
+from __future__ import annotations
+
+import gzip
+import random
+from functools import cache
+
+from tests.testweb.pages import (
+    NOT_FOUND,
+    Reply,
+    gzipped,
+    html,
+    redirect,
+    sitemapindex,
+    text,
+    urlset,
+    xml,
+)
+
+ALLOW_ALL = "User-agent: *\nDisallow:\n"
+
+
+class Site:
+    name = ""
+    robots: str | None = ALLOW_ALL
+
+    def __init__(self, options: dict[str, str] | None = None):
+        self.options = options or {}
+
+    def reply(self, path: str, base: str) -> Reply:
+        if path == "/robots.txt":
+            return text(self.robots) if self.robots is not None else NOT_FOUND
+        return self.page(path, base)
+
+    def page(self, path: str, base: str) -> Reply:
+        return NOT_FOUND
+
+
+class LinksSite(Site):
+    """A site for link following: a tree of sections, a long chain for depth limits, and one
+    page for each thing a link-following crawler must handle."""
+
+    name = "links"
+    robots = "User-agent: *\nDisallow: /private\n"
+    SECTIONS = 3
+    PAGES_PER_SECTION = 4
+    CHAIN = 14
+    SPECIAL = [
+        "/nofollow-target",  # linked only with rel=nofollow
+        "/noindex-meta",
+        "/noindex-header",
+        "/duplicate?b=2&a=1&utm_source=news",
+        "/redirect",
+        "/loop-a",
+        "/big",
+        "/image.png",
+        "/latin1",
+        "/shift-jis",
+        "/malformed",
+        "/bad-links",
+        "/missing",
+        "/server-error",
+        "/private/secret",
+        "/with-canonical",
+    ]
+
+    def page(self, path: str, base: str) -> Reply:
+        if path == "/":
+            sections = [f"/section/{i}" for i in range(self.SECTIONS)]
+            regular = [*sections, "/chain/1", *(s for s in self.SPECIAL if s != "/nofollow-target")]
+            return html("Home", regular, nofollow=["/nofollow-target"], body="Welcome home")
+        if path.startswith("/section/"):
+            parts = path.split("/")
+            if len(parts) == 3:
+                i = parts[2]
+                return html(f"Section {i}", ["/", *(f"/section/{i}/page/{j}" for j in range(self.PAGES_PER_SECTION))])
+            return html(f"Page {path}", ["/", f"/section/{parts[2]}", "/section/0/page/0#fragment"])
+        if path.startswith("/chain/"):
+            n = int(path.rsplit("/", 1)[1])
+            return html(f"Chain {n}", [f"/chain/{n + 1}"] if n < self.CHAIN else [])
+        if path == "/nofollow-target":
+            return html("Nofollowed", ["/only-from-nofollow"])
+        if path == "/noindex-meta":
+            return html("Meta noindex", ["/from-noindex"], head='<meta name="robots" content="noindex">', body="secret body text")
+        if path == "/noindex-header":
+            reply = html("Header noindex", body="secret header text")
+            reply.headers["X-Robots-Tag"] = "noindex"
+            return reply
+        if path == "/from-noindex":
+            return html("Linked from a noindex page")
+        if path in ("/duplicate?a=1&b=2", "/duplicate?b=2&a=1&utm_source=news"):
+            return html("Duplicate", ["/duplicate?a=1&b=2&utm_medium=x"])
+        if path == "/redirect":
+            return redirect("/redirect-target")
+        if path == "/redirect-target":
+            return html("Redirect target", ["/redirect"])
+        if path == "/loop-a":
+            return redirect("/loop-b", 302)
+        if path == "/loop-b":
+            return redirect("/loop-a", 302)
+        if path == "/big":
+            return Reply(200, b"<html><body>" + b"x" * (11 * 1024 * 1024) + b"</body></html>", {"Content-Type": "text/html"})
+        if path == "/image.png":
+            return Reply(200, b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, {"Content-Type": "image/png"})
+        if path == "/latin1":
+            body = "<html><head><title>Caf\xe9 cr\xe8me</title></head><body>Na\xefve fa\xe7ade</body></html>"
+            return Reply(200, body.encode("latin-1"), {"Content-Type": "text/html; charset=iso-8859-1"})
+        if path == "/shift-jis":
+            body = '<html><head><meta charset="shift_jis"><title>日本語</title></head><body>こんにちは</body></html>'
+            return Reply(200, body.encode("shift_jis") + b"\xff\xfe broken", {"Content-Type": "text/html"})
+        if path == "/malformed":
+            return Reply(
+                200,
+                b"<html><head><title>Malformed</title><body><p>unclosed <b>tags <a href='/from-malformed'>ok</a"
+                b"<div><table><tr><td>cell</html></html>\x00\xff",
+                {"Content-Type": "text/html"},
+            )
+        if path == "/from-malformed":
+            return html("Linked from malformed HTML")
+        if path == "/bad-links":
+            return html("Bad links", ["http://exa mple.com/", "http://[::1/", "javascript:alert(1)", "mailto:a@b.c", "http://x:99999/", "/good-link"])
+        if path == "/good-link":
+            return html("Good link")
+        if path == "/server-error":
+            return Reply(500, b"boom", {"Content-Type": "text/plain"})
+        if path == "/with-canonical":
+            return html("Has a canonical", head='<link rel="canonical" href="/canonical-target">')
+        if path == "/canonical-target":
+            return html("Canonical target")
+        return NOT_FOUND
+
+
+class SitemapSite(Site):
+    """robots.txt lists an index; the index lists a urlset, a gzip urlset named .xml, a text
+    sitemap, itself, a broken sitemap, a missing one and a nested index with a .gz urlset."""
+
+    name = "sitemaps"
+    robots = "User-agent: *\nDisallow:\nSitemap: /maps/index.xml\n"
+    XML_PAGES = [f"/p/xml-{i}" for i in range(5)]
+    GZIP_PAGES = [f"/p/gzip-{i}" for i in range(3)]
+    TEXT_PAGES = [f"/p/text-{i}" for i in range(3)]
+    DEEP_PAGES = [f"/p/deep-{i}" for i in range(2)]
+    LISTED = [*XML_PAGES, *GZIP_PAGES, *TEXT_PAGES, *DEEP_PAGES]
+    SITEMAPS = [
+        "/maps/index.xml",
+        "/maps/pages.xml",
+        "/maps/pages-gzip.xml",
+        "/maps/pages.txt",
+        "/maps/broken.xml",
+        "/maps/missing.xml",
+        "/maps/nested.xml",
+        "/maps/deep.xml.gz",
+    ]
+
+    def page(self, path: str, base: str) -> Reply:
+        if path == "/maps/index.xml":
+            children = ["pages.xml", "pages-gzip.xml", "pages.txt", "index.xml", "broken.xml", "missing.xml", "nested.xml"]
+            return xml(sitemapindex(f"{base}/maps/{c}" for c in children))
+        if path == "/maps/pages.xml":
+            invalid = "<url><loc>http://exa mple.com/bad</loc></url><url><loc>not a url</loc></url>"
+            offsite = "<url><loc>http://offsite.invalid/elsewhere</loc></url>"
+            return xml(urlset((f"{base}{p}" for p in self.XML_PAGES), extra=invalid + offsite))
+        if path == "/maps/pages-gzip.xml":
+            return gzipped(xml(urlset(f"{base}{p}" for p in self.GZIP_PAGES)), "application/xml")
+        if path == "/maps/pages.txt":
+            return text("\n".join(f"{base}{p}" for p in self.TEXT_PAGES) + "\n")
+        if path == "/maps/broken.xml":
+            return xml('<?xml version="1.0"?><urlset><url><loc>')
+        if path == "/maps/nested.xml":
+            return xml(sitemapindex([f"{base}/maps/deep.xml.gz", f"{base}/maps/index.xml"]))
+        if path == "/maps/deep.xml.gz":
+            return gzipped(xml(urlset(f"{base}{p}" for p in self.DEEP_PAGES)))
+        if path.startswith("/p/"):
+            return html(f"Listed {path}", ["/p/not-listed"])
+        return NOT_FOUND
+
+
+class FallbackSitemapSite(Site):
+    """No robots.txt; the sitemap is at /sitemap.xml."""
+
+    name = "fallback"
+    robots = None
+    LISTED = ["/a", "/b"]
+
+    def page(self, path: str, base: str) -> Reply:
+        if path == "/sitemap.xml":
+            return xml(urlset(f"{base}{p}" for p in self.LISTED))
+        if path in self.LISTED:
+            return html(path)
+        return NOT_FOUND
+
+
+class IndexFallbackSite(Site):
+    """robots.txt without Sitemap lines, no /sitemap.xml; an index at /sitemap_index.xml."""
+
+    name = "index-fallback"
+    LISTED = ["/x", "/y", "/z"]
+
+    def page(self, path: str, base: str) -> Reply:
+        if path == "/sitemap_index.xml":
+            return xml(sitemapindex([f"{base}/child.xml"]))
+        if path == "/child.xml":
+            return xml(urlset(f"{base}{p}" for p in self.LISTED))
+        if path in self.LISTED:
+            return html(path)
+        return NOT_FOUND
+
+
+class NoSitemapSite(Site):
+    """No sitemap anywhere: a sitemap crawl of a page crawls that page."""
+
+    name = "no-sitemap"
+
+    def page(self, path: str, base: str) -> Reply:
+        if path in ("/", "/deep/page"):
+            return html(path, ["/other"])
+        return NOT_FOUND
+
+
+class HostileSitemapSite(Site):
+    """Sitemaps that attack the parser: a gzip bomb, entity expansion and external entities."""
+
+    name = "hostile"
+    robots = "User-agent: *\nDisallow:\nSitemap: /bomb.xml.gz\nSitemap: /laughs.xml\nSitemap: /xxe.xml\n"
+    SAFE_PAGES = ["/safe"]
+
+    def page(self, path: str, base: str) -> Reply:
+        if path == "/bomb.xml.gz":
+            return Reply(200, _gzip_bomb(), {"Content-Type": "application/x-gzip"})
+        if path == "/laughs.xml":
+            entities = '<!ENTITY a "ha">' + "".join(f'<!ENTITY {c} "&{p};&{p};&{p};&{p};&{p};&{p};&{p};&{p};">' for p, c in zip("abcdefgh", "bcdefghi"))
+            body = (
+                f'<?xml version="1.0"?><!DOCTYPE urlset [{entities}]>'
+                f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                f"<url><loc>{base}/safe</loc></url><url><loc>{base}/&i;</loc></url></urlset>"
+            )
+            return xml(body)
+        if path == "/xxe.xml":
+            body = (
+                '<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+                f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>{base}/&x;</loc></url></urlset>'
+            )
+            return xml(body)
+        if path == "/safe":
+            return html("Safe")
+        return NOT_FOUND
+
+
+@cache
+def _gzip_bomb() -> bytes:
+    # 80 MiB of zeros packs into about 80 KiB: over the 50 MiB decompression cap.
+    return gzip.compress(b"\0" * (80 * 1024 * 1024), compresslevel=9)
+
+
+class HeavySite(Site):
+    """Link-heavy pages like real documentation sites: every page links to the navigation
+    (the same first pages everywhere) and to many other pages, most of them already seen."""
+
+    name = "heavy"
+
+    def page(self, path: str, base: str) -> Reply:
+        pages = int(self.options.get("pages", "2000"))
+        links = int(self.options.get("links", "300"))
+        if path == "/":
+            n = 0
+        elif path.startswith("/doc/"):
+            try:
+                n = int(path[5:])
+            except ValueError:
+                return NOT_FOUND
+            if not 0 <= n < pages:
+                return NOT_FOUND
+        else:
+            return NOT_FOUND
+        return _heavy_page(n, pages, links)
+
+
+@cache
+def _heavy_page(n: int, pages: int, links: int) -> Reply:
+    rng = random.Random(n)
+    navigation = [f"/doc/{i}" for i in range(min(links // 2, pages))]
+    # The next pages keep the site connected in breadth-first order; the rest are random.
+    forward = [f"/doc/{(n * 4 + k) % pages}" for k in range(1, 5)]
+    others = [f"/doc/{rng.randrange(pages)}" for _ in range(links - len(navigation) - len(forward))]
+    anchors = "".join(f'<li><a href="{href}" class="nav">{href}</a></li>' for href in [*navigation, *forward, *others])
+    paragraph = "<p>" + " ".join(f"word{rng.randrange(5000)}" for _ in range(120)) + "</p>"
+    body = (
+        f"<!DOCTYPE html><html><head><title>Doc {n}</title>"
+        f'<meta name="description" content="Documentation page {n}">'
+        "<style>body{font-family:sans-serif}</style><script>var x=1;</script></head>"
+        f"<body><nav><ul>{anchors}</ul></nav><main><h1>Doc {n}</h1>{paragraph * 8}</main></body></html>"
+    )
+    return Reply(200, body.encode(), {"Content-Type": "text/html; charset=utf-8"})
+
+
+SITES: dict[str, type[Site]] = {
+    cls.name: cls
+    for cls in (LinksSite, SitemapSite, FallbackSitemapSite, IndexFallbackSite, NoSitemapSite, HostileSitemapSite, HeavySite)
+}
