@@ -17,7 +17,7 @@ _W3C = re.compile(
 def parse_date(text: str | None) -> datetime | None:
     """A timezone-aware UTC datetime from a W3C or RFC 822 date; None if unreadable.
 
-    A date without a zone is taken as UTC, as crawler-commons and search engines do.
+    A W3C date without a zone is taken as UTC, as crawler-commons and search engines do.
     """
     if not text:
         return None
@@ -59,4 +59,5 @@ def _parse_rfc822(text: str) -> datetime | None:
         value = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
         return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    # An RFC 822 date must name its zone; without one the time is unknowable.
+    return value if value.tzinfo else None

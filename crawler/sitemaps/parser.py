@@ -139,19 +139,27 @@ def _sitemap_entries(root: lxml.etree._Element, url: str):
     for element in root:
         if _split_tag(element.tag)[1] != entry_tag:
             continue
-        fields: dict[str, list[str]] = {}
+        # An entry may hold several <loc>; each takes the fields that follow it. Some
+        # sitemaps put the URL directly in <url>/<sitemap> with no <loc> at all.
+        entries: list[dict[str, str]] = []
         for child in element:
-            fields.setdefault(_split_tag(child.tag)[1], []).append(_text(child))
-        # Some sitemaps put the URL directly in <url>/<sitemap> with no <loc>.
-        locs = fields.get("loc") or [_own_text(element)]
-        lastmod = parse_date(_first(fields, "lastmod"))
-        changefreq = (_first(fields, "changefreq") or "").lower() or None
-        for loc in locs:
+            name = _split_tag(child.tag)[1]
+            if name == "loc":
+                entries.append({"loc": _text(child)})
+            elif name in ("lastmod", "changefreq", "priority"):
+                if not entries:
+                    entries.append({})
+                entries[-1].setdefault(name, _text(child))
+        if not entries or "loc" not in entries[0]:
+            first = entries[0] if entries else {}
+            entries[:1] = [{**first, "loc": _own_text(element)}]
+        for fields in entries:
+            changefreq = fields.get("changefreq", "").lower()
             yield SitemapEntry(
-                loc,
-                lastmod,
+                fields["loc"],
+                parse_date(fields.get("lastmod")),
                 changefreq if changefreq in CHANGEFREQS else None,
-                _priority(_first(fields, "priority")),
+                _priority(fields.get("priority")),
             )
 
 
@@ -245,8 +253,3 @@ def _own_text(element: lxml.etree._Element) -> str:
     if any(isinstance(node, lxml.etree._Entity) for node in element):
         return ""
     return (element.text or "").strip()
-
-
-def _first(fields: dict[str, list[str]], name: str) -> str | None:
-    values = fields.get(name)
-    return values[0] if values else None

@@ -1,0 +1,180 @@
+"""Sitemap parsing: crawler-commons' and Scrapy's cases, formats, and hostile documents."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from scrapy.utils.sitemap import sitemap_urls_from_robots
+
+from crawler.sitemaps import SitemapError, parse_sitemap
+from crawler.sitemaps.dates import parse_date
+
+CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+
+# Where this parser differs from crawler-commons on purpose.
+CRAWLER_COMMONS_DEVIATIONS = {
+    "ccsm-009": "broken XML is recovered rather than refused; the row lists the XML error, and the "
+    "one readable entry is dropped here only by the strict cross-submit rule",
+}
+
+
+def _crawler_commons_cases() -> list[dict]:
+    return json.loads((CONFORMANCE / "sitemaps_crawler_commons.json").read_text())["cases"]
+
+
+def _body(file: dict) -> bytes:
+    return base64.b64decode(file["content_b64"]) if "content_b64" in file else file["text"].encode("utf-8")
+
+
+def _as_utc(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def test_crawler_commons_documents() -> None:
+    agree, disagree = [], []
+    for case in _crawler_commons_cases():
+        options = case["parser_options"]
+        try:
+            document = parse_sitemap(
+                _body(case["files"][case["entry"]]),
+                case["entry"],
+                strict=options["strict"],
+                strict_namespace=options["strict_namespace"],
+            )
+            urls, error = [e.loc for e in document.entries], None
+        except SitemapError as exc:
+            urls, error, document = [], str(exc), None
+        same = urls == case["expected_urls"] and bool(error) == bool(case.get("expected_error"))
+        if same and document is not None:
+            lastmods = {e.loc: e.lastmod for e in document.entries if e.lastmod}
+            expected = {url: _as_utc(value) for url, value in case.get("expected_lastmod", {}).items()}
+            same = lastmods == expected
+        (agree if same else disagree).append(case["id"])
+    assert sorted(disagree) == sorted(CRAWLER_COMMONS_DEVIATIONS)
+    assert len(agree) >= 48
+
+
+def test_scrapy_sitemap_cases() -> None:
+    data = json.loads((CONFORMANCE / "sitemaps_scrapy.json").read_text())
+    for case in data["cases"]:
+        body = case["sitemap_xml"].encode() if isinstance(case["sitemap_xml"], str) else case["sitemap_xml"]
+        document = parse_sitemap(body, "https://example.com/sitemap.xml")
+        expected = [entry["loc"] for entry in case["expected_entries"]]
+        assert [e.loc for e in document.entries] == expected, case["test"]
+        if "expected_type" in case:
+            assert document.kind == {"urlset": "urlset", "sitemapindex": "index"}[case["expected_type"]]
+    for case in data["robots_sitemap_lines"]:
+        robots = case["robots_txt"].encode()
+        assert list(sitemap_urls_from_robots(robots, base_url=case["base_url"])) == case["expected_sitemaps"]
+
+
+URLSET = b"""<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<url><loc> https://e.com/a </loc><lastmod>2024-01-02T03:04:05+02:00</lastmod><changefreq>Daily</changefreq><priority>0.9</priority></url>
+<url><loc>https://e.com/b</loc><changefreq>sometimes</changefreq><priority>7</priority></url>
+</urlset>"""
+
+
+def test_urlset_fields() -> None:
+    document = parse_sitemap(URLSET, "https://e.com/sitemap.xml")
+    a, b = document.entries
+    assert (a.loc, a.lastmod, a.changefreq, a.priority) == ("https://e.com/a", datetime(2024, 1, 2, 1, 4, 5, tzinfo=UTC), "daily", 0.9)
+    assert (b.loc, b.lastmod, b.changefreq, b.priority) == ("https://e.com/b", None, None, None)
+
+
+def test_gzip_is_detected_by_content_whatever_the_name() -> None:
+    document = parse_sitemap(gzip.compress(URLSET), "https://e.com/plain-name")
+    assert [e.loc for e in document.entries] == ["https://e.com/a", "https://e.com/b"]
+
+
+def test_gzip_bomb_is_refused() -> None:
+    bomb = gzip.compress(b"\0" * (3 * 1024 * 1024))
+    with pytest.raises(SitemapError, match="exceeded"):
+        parse_sitemap(bomb, "https://e.com/s.xml.gz", max_size=1024 * 1024)
+
+
+def test_corrupt_gzip_is_refused() -> None:
+    with pytest.raises(SitemapError, match="gzip"):
+        parse_sitemap(b"\x1f\x8b\x08\x00garbage", "https://e.com/s.xml.gz")
+
+
+def test_entities_are_never_expanded() -> None:
+    laughs = (
+        b'<?xml version="1.0"?><!DOCTYPE u [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+        b'<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]><urlset><url><loc>https://e.com/&c;</loc></url>'
+        b"<url><loc>https://e.com/ok</loc></url></urlset>"
+    )
+    document = parse_sitemap(laughs, "https://e.com/s.xml")
+    assert [e.loc for e in document.entries] == ["https://e.com/ok"]
+    assert any("empty location" in p for p in document.problems)
+
+
+def test_external_entities_are_not_read(tmp_path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("https://e.com/leaked")
+    xxe = (
+        f'<?xml version="1.0"?><!DOCTYPE u [<!ENTITY x SYSTEM "file://{secret}">]>'
+        "<urlset><url><loc>&x;</loc></url></urlset>"
+    ).encode()
+    assert parse_sitemap(xxe, "https://e.com/s.xml").entries == []
+
+
+def test_index_listing_itself_is_returned_for_the_caller_to_guard() -> None:
+    index = b'<sitemapindex><sitemap><loc>https://e.com/i.xml</loc></sitemap></sitemapindex>'
+    document = parse_sitemap(index, "https://e.com/i.xml")
+    assert document.is_index and [e.loc for e in document.entries] == ["https://e.com/i.xml"]
+
+
+def test_text_sitemap() -> None:
+    body = b"https://e.com/1\n\n  https://e.com/2  \nnot a url\nwww.e.com/3\r\nhttps://e.com/4#frag\n"
+    document = parse_sitemap(body, "https://e.com/s.txt")
+    assert [e.loc for e in document.entries] == ["https://e.com/1", "https://e.com/2", "http://www.e.com/3", "https://e.com/4"]
+    assert document.kind == "text" and len(document.problems) == 1
+
+
+def test_non_sitemap_text_and_unknown_xml_are_refused() -> None:
+    with pytest.raises(SitemapError):
+        parse_sitemap(b"<html><body>hello</body></html>", "https://e.com/s.xml")
+    with pytest.raises(SitemapError):
+        parse_sitemap(b"just some words", "https://e.com/s.txt")
+    with pytest.raises(SitemapError):
+        parse_sitemap(b"", "https://e.com/s.xml")
+
+
+def test_rss_and_atom() -> None:
+    rss = b"<rss><channel><item><link>https://e.com/p</link><pubDate>Sun, 06 Sep 2009 16:20:00 +0000</pubDate></item></channel></rss>"
+    (entry,) = parse_sitemap(rss, "https://e.com/feed").entries
+    assert entry.loc == "https://e.com/p" and entry.lastmod == datetime(2009, 9, 6, 16, 20, tzinfo=UTC)
+    atom = b'<feed xmlns="http://www.w3.org/2005/Atom"><entry><link href="/post"/><updated>2003-12-13T18:30:02Z</updated></entry></feed>'
+    (entry,) = parse_sitemap(atom, "https://e.com/atom.xml").entries
+    assert entry.loc == "https://e.com/post" and entry.lastmod == datetime(2003, 12, 13, 18, 30, 2, tzinfo=UTC)
+
+
+def test_size_cap_applies_to_plain_documents() -> None:
+    with pytest.raises(SitemapError, match="larger"):
+        parse_sitemap(b"https://e.com/x\n" * 1000, "https://e.com/s.txt", max_size=1000)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024", datetime(2024, 1, 1, tzinfo=UTC)),
+        ("2024-05", datetime(2024, 5, 1, tzinfo=UTC)),
+        ("2024-05-06", datetime(2024, 5, 6, tzinfo=UTC)),
+        ("2024-05-06T07:08Z", datetime(2024, 5, 6, 7, 8, tzinfo=UTC)),
+        ("2024-05-06T07:08:09.5-01:30", datetime(2024, 5, 6, 8, 38, 9, 500000, tzinfo=UTC)),
+        ("2024-05-06 07:08:09", datetime(2024, 5, 6, 7, 8, 9, tzinfo=UTC)),
+        ("Mon, 06 Sep 2010 00:01:00 +0000", datetime(2010, 9, 6, 0, 1, tzinfo=UTC)),
+        ("2024-13-01", None),
+        ("yesterday", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_dates(text: str | None, expected: datetime | None) -> None:
+    assert parse_date(text) == expected
