@@ -12,6 +12,8 @@ from typing import Any
 
 import psycopg
 
+import crawler.settings
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Politeness off and quiet logs: tests assert on behaviour, not pacing.
@@ -61,3 +63,9 @@ def crawl(spider: str, database: Database, *args: str, settings: dict[str, str] 
     assert result.returncode == 0, result.stderr[-5000:]
     assert "Traceback" not in result.stderr, result.stderr[-5000:]
     return result
+
+
+def project_settings(**overrides: Any) -> dict[str, Any]:
+    """The project's settings module as a dict, with overrides, for ``get_crawler``."""
+    values = {name: value for name, value in vars(crawler.settings).items() if name.isupper()}
+    return {**values, "LOG_LEVEL": "INFO", **overrides}

@@ -22,6 +22,13 @@ CRAWLER_COMMONS_DEVIATIONS = {
     "one readable entry is dropped here only by the strict cross-submit rule",
 }
 
+# Where this parser yields nothing (or refuses the document) and Scrapy's does not.
+SCRAPY_DEVIATIONS = {
+    "scrapysm-009": "Scrapy keeps a <loc> minus the entity it did not expand; that is not the URL the "
+    "author meant, so the entry is dropped and named in the sitemap row's problems",
+    "scrapysm-010": "a document whose root is <url> is not a sitemap: refused with a clear error",
+}
+
 
 def _crawler_commons_cases() -> list[dict]:
     return json.loads((CONFORMANCE / "sitemaps_crawler_commons.json").read_text())["cases"]
@@ -63,6 +70,12 @@ def test_scrapy_sitemap_cases() -> None:
     data = json.loads((CONFORMANCE / "sitemaps_scrapy.json").read_text())
     for case in data["cases"]:
         body = case["sitemap_xml"].encode() if isinstance(case["sitemap_xml"], str) else case["sitemap_xml"]
+        if case["id"] in SCRAPY_DEVIATIONS:
+            try:
+                assert parse_sitemap(body, "https://example.com/sitemap.xml").entries == []
+            except SitemapError:
+                pass
+            continue
         document = parse_sitemap(body, "https://example.com/sitemap.xml")
         expected = [entry["loc"] for entry in case["expected_entries"]]
         assert [e.loc for e in document.entries] == expected, case["test"]

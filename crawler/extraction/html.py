@@ -12,12 +12,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode as Node
 
 from crawler.extraction.robots_directives import NONE, RobotsDirectives, parse_robots_directives
 from crawler.identity import InvalidURL
 
 _INVISIBLE_TAGS = ["script", "style", "noscript", "template", "svg", "head"]
+_BLOCK_TAGS = ",".join(
+    "address article aside blockquote br dd div dl dt fieldset figcaption figure footer form h1 h2 h3 "
+    "h4 h5 h6 header hr li main nav ol option p pre section table td th tr ul".split()
+)
 _SKIPPED_PREFIXES = ("#", "mailto:", "javascript:", "tel:", "data:", "about:", "ftp:", "sms:", "file:")
 
 
@@ -63,7 +67,7 @@ def extract_page(
     _collect_links(tree, base, normalize, page)
     tree.strip_tags(_INVISIBLE_TAGS)
     root = tree.body or tree.root
-    page.text = _squash(root.text(separator=" ")) if root is not None else ""
+    page.text = _visible_text(tree, root) if root is not None else ""
     page.text_hash = hashlib.sha256(page.text.encode("utf-8")).hexdigest()
     return page
 
@@ -114,6 +118,14 @@ def _link_href(tree: LexborHTMLParser, rel: str) -> str | None:
         if rel in (node.attributes.get("rel") or "").lower().split():
             return (node.attributes.get("href") or "").strip() or None
     return None
+
+
+def _visible_text(tree: LexborHTMLParser, root: Node) -> str:
+    # Words are separated at block boundaries only, so "<b>para</b>graph" stays one word.
+    for node in tree.css(_BLOCK_TAGS):
+        node.insert_before(" ")
+        node.insert_after(" ")
+    return _squash(root.text(separator=""))
 
 
 def _squash(text: str) -> str:

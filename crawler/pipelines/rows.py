@@ -11,7 +11,12 @@ from crawler.storage.schema import PAGE_COLUMNS, SITEMAP_ENTRY_COLUMNS
 
 def page_row(item: PageItem) -> tuple[Any, ...]:
     # discovered_at is the crawl time of the first row; the upsert keeps the first value.
-    return (*(getattr(item, column) for column in PAGE_COLUMNS), item.crawled_at)
+    return (*(_storable(getattr(item, column)) for column in PAGE_COLUMNS), item.crawled_at)
+
+
+def _storable(value: Any) -> Any:
+    # PostgreSQL text cannot hold NUL characters, which undecodable pages do contain.
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
 
 
 def sitemap_entry_row(item: SitemapEntryItem) -> tuple[Any, ...]:

@@ -101,8 +101,9 @@ class StoragePipeline:
     async def close_spider(self) -> None:
         if self._flusher is not None:
             self._flusher.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        # The deadline also ends the retries of flushes already under way.
         self._deadline = time.monotonic() + self.shutdown_timeout
+        await asyncio.gather(*self._background, return_exceptions=True)
         spider = self.spider
         reason = self.crawler.stats.get_value("finish_reason") or "finished"
         try:
@@ -180,8 +181,10 @@ class StoragePipeline:
             except StorageUnavailable as exc:
                 now = time.monotonic()
                 since = since or now
-                if self._deadline is not None and now + delay > self._deadline:
-                    raise
+                if self._deadline is not None:
+                    if now >= self._deadline:
+                        raise
+                    delay = min(delay, self._deadline - now)
                 self.stats.inc_value("storage/retries")
                 logger.warning("Could not %s (%s); retrying in %.1f s, rows kept in memory: %d", what, exc, delay, len(self.pending))
                 await asyncio.sleep(delay)
@@ -235,5 +238,6 @@ class StoragePipeline:
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
+    # An unavailable database at shutdown is handled by close_spider, which spills the rows.
+    if not task.cancelled() and not isinstance(task.exception(), (type(None), StorageUnavailable)):
         logger.error("Background flush failed", exc_info=task.exception())

@@ -77,6 +77,8 @@ def parse_sitemap(
         raise SitemapError(f"sitemap larger than {max_size} bytes")
     # A BOM or blank lines before the XML declaration make libxml2 misread the document.
     body = body.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not body:
+        raise SitemapError("empty document")
     if body.startswith(b"<"):
         document = _parse_xml(body, url, strict_namespace)
     else:

@@ -1,0 +1,107 @@
+"""Extraction from HTML: metadata, visible text, links, robots directives."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawler.extraction import RobotsDirectives, extract_page, parse_robots_directives
+from crawler.identity import normalize_url
+
+PAGE = """<!DOCTYPE html><html><head>
+<title>  The   title </title>
+<meta name="Description" content=" A  description ">
+<link rel="canonical" href="/canonical?b=2&a=1">
+<style>.hidden { display: none }</style>
+<script>var secret = "script text";</script>
+</head><body>
+<h1>Heading</h1><p>First <b>para</b>graph.</p>
+<noscript>noscript text</noscript><template><p>template text</p></template>
+<a href="/a">A</a> <a href="b?utm_source=x#frag">B</a> <a href="/a">again</a>
+<a href="/n" rel="external NoFollow">N</a> <a href="http://other.example/x">X</a>
+<a href="mailto:someone@example.com">mail</a> <a href="javascript:void(0)">js</a>
+<a href="tel:123">tel</a> <a href="#top">top</a> <a href="">empty</a> <a>no href</a>
+<a href="http://exa mple.com/">bad</a> <area href="/area-link">
+</body></html>"""
+
+
+def test_metadata_text_and_hash() -> None:
+    page = extract_page(PAGE, "http://site.example/dir/page", normalize_url)
+    assert page.title == "The title"
+    assert page.description == "A description"
+    assert page.text == "Heading First paragraph. A B again N X mail js tel top empty no href bad"
+    assert page.text_hash == hashlib.sha256(page.text.encode()).hexdigest()
+    assert page.canonical == "http://site.example/canonical?a=1&b=2"
+
+
+def test_links_are_absolute_normalized_deduplicated_and_filtered() -> None:
+    page = extract_page(PAGE, "http://site.example/dir/page", normalize_url)
+    assert page.links == [
+        "http://site.example/a",
+        "http://site.example/dir/b",
+        "http://site.example/n",
+        "http://other.example/x",
+        "http://site.example/area-link",
+    ]
+    assert "http://site.example/n" not in page.followable
+    assert len(page.followable) == 4
+    assert page.invalid_links == 1
+
+
+def test_a_link_both_nofollow_and_followable_is_followable() -> None:
+    html = '<a href="/x" rel="nofollow">1</a><a href="/x">2</a>'
+    page = extract_page(html, "http://s.example/", normalize_url)
+    assert page.followable == ["http://s.example/x"]
+
+
+def test_base_href_is_honoured() -> None:
+    html = '<html><head><base href="http://cdn.example/root/"></head><body><a href="x">x</a></body></html>'
+    assert extract_page(html, "http://s.example/p", normalize_url).links == ["http://cdn.example/root/x"]
+
+
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [
+        ('<meta name="robots" content="noindex">', RobotsDirectives(noindex=True)),
+        ('<meta name="ROBOTS" content="NOINDEX, NOFOLLOW">', RobotsDirectives(True, True)),
+        ('<meta name="robots" content="none">', RobotsDirectives(True, True)),
+        ('<meta name="crawler" content="nofollow">', RobotsDirectives(nofollow=True)),
+        ('<meta name="googlebot" content="noindex">', RobotsDirectives()),
+        ('<meta name="robots" content="index, follow">', RobotsDirectives()),
+    ],
+)
+def test_meta_robots(meta: str, expected: RobotsDirectives) -> None:
+    html = f"<html><head>{meta}</head><body>x</body></html>"
+    assert extract_page(html, "http://s.example/", normalize_url, ["crawler"]).robots == expected
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (["noindex"], RobotsDirectives(noindex=True)),
+        (["noindex, nofollow"], RobotsDirectives(True, True)),
+        (["otherbot: noindex"], RobotsDirectives()),
+        (["crawler: noindex"], RobotsDirectives(noindex=True)),
+        (["unavailable_after: 25 Jun 2010 15:00:00 PST"], RobotsDirectives()),
+        (["all", "nofollow"], RobotsDirectives(nofollow=True)),
+        ([], RobotsDirectives()),
+    ],
+)
+def test_x_robots_tag(values: list[str], expected: RobotsDirectives) -> None:
+    assert parse_robots_directives(values, ["crawler"]) == expected
+
+
+def test_empty_and_fragmentary_documents() -> None:
+    for html in ["", "   ", "<html>", "plain text, no markup", "<title>only a title"]:
+        page = extract_page(html, "http://s.example/", normalize_url)
+        assert page.links == [] and isinstance(page.text, str)
+
+
+@given(st.text(max_size=2000))
+@settings(max_examples=200, deadline=None)
+def test_any_text_extracts_without_error(html: str) -> None:
+    page = extract_page(html, "http://s.example/", normalize_url)
+    assert all(link.startswith("http") for link in page.links)
