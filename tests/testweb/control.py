@@ -50,14 +50,18 @@ class TestWeb:
         return self
 
     def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.send_signal(signal.SIGTERM)
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
             try:
-                self._process.wait(10)
+                process.wait(10)
             except subprocess.TimeoutExpired:
-                os.kill(self._process.pid, signal.SIGKILL)
-                self._process.wait()
-        self._process = None
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
 
     def __enter__(self) -> TestWeb:
         return self.start()
