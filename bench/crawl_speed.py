@@ -1,0 +1,111 @@
+"""Crawl speed on link-heavy pages: this project's full stack against a stock Scrapy
+``CrawlSpider``, measured in the same run on the same local test web.
+
+    .venv/bin/python -m bench.crawl_speed [--pages 2000] [--links 300] [--runs 3]
+
+Politeness is off for both (no delay, no robots.txt), with the same concurrency. The crawler
+runs in its own process; its CPU time is read from the kernel (``RUSAGE_CHILDREN``), so the
+test web's own CPU does not count. Medians over the runs; the ratio is of pages per CPU second
+(pages/s per core) and of pages per wall second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.testweb import TestWeb
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Run:
+    name: str
+    pages: int
+    wall: float
+    cpu: float
+
+    @property
+    def pages_per_second(self) -> float:
+        return self.pages / self.wall
+
+    @property
+    def cpu_ms_per_page(self) -> float:
+        return 1000 * self.cpu / self.pages
+
+    @property
+    def pages_per_cpu_second(self) -> float:
+        return self.pages / self.cpu
+
+
+def _measure(name: str, command: list[str], cwd: Path, web: TestWeb) -> Run:
+    web.clear()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if result.returncode != 0:
+        raise SystemExit(f"{name} failed:\n{result.stderr[-3000:]}")
+    pages = sum(1 for entry in web.log("heavy") if entry.status == 200 and entry.path != "/robots.txt")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Run(name, pages, wall, cpu)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=2000)
+    parser.add_argument("--links", type=int, default=300)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args()
+
+    common = {
+        "CONCURRENT_REQUESTS": str(args.concurrency),
+        "CONCURRENT_REQUESTS_PER_DOMAIN": str(args.concurrency),
+        "DOWNLOAD_DELAY": "0",
+        "ROBOTSTXT_OBEY": "False",
+        "LOG_LEVEL": "WARNING",
+        "TELNETCONSOLE_ENABLED": "False",
+    }
+    settings = [arg for name, value in common.items() for arg in ("-s", f"{name}={value}")]
+    runs: dict[str, list[Run]] = {"stock": [], "crawler": []}
+    with TestWeb({"heavy": f"heavy:pages={args.pages},links={args.links}"}) as web, tempfile.TemporaryDirectory() as tmp:
+        url = web.url("heavy")
+        stock = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={url}", *settings]
+        for i in range(args.runs):
+            database = f"sqlite:///{tmp}/bench-{i}.db"
+            ours = [sys.executable, "-m", "scrapy", "crawl", "links", "-a", f"url={url}", "-a", "max_depth=100",
+                    *settings, "-s", f"DATABASE_URL={database}"]  # fmt: skip
+            runs["stock"].append(_measure("stock", stock, Path(tmp), web))
+            runs["crawler"].append(_measure("crawler", ours, ROOT, web))
+            for name in ("stock", "crawler"):
+                r = runs[name][-1]
+                print(f"run {i + 1} {name:8} {r.pages:6d} pages {r.wall:7.2f} s wall {r.cpu:7.2f} s CPU "
+                      f"{r.pages_per_second:7.1f} pages/s {r.cpu_ms_per_page:6.1f} ms CPU/page", flush=True)  # fmt: skip
+
+    def median(name: str, attribute: str) -> float:
+        return statistics.median(getattr(r, attribute) for r in runs[name])
+
+    print(f"\nlink-heavy pages: {args.pages} pages, {args.links} links each, concurrency {args.concurrency}, "
+          f"medians of {args.runs} runs")  # fmt: skip
+    print(f"{'':10}{'pages/s':>10}{'CPU ms/page':>14}{'pages/CPU-s':>14}")
+    for name in ("stock", "crawler"):
+        print(f"{name:10}{median(name, 'pages_per_second'):10.1f}{median(name, 'cpu_ms_per_page'):14.1f}"
+              f"{median(name, 'pages_per_cpu_second'):14.1f}")  # fmt: skip
+    per_core = median("crawler", "pages_per_cpu_second") / median("stock", "pages_per_cpu_second")
+    wall = median("crawler", "pages_per_second") / median("stock", "pages_per_second")
+    print(f"ratio crawler/stock: {per_core:.2f}x pages/s per core, {wall:.2f}x pages/s wall")
+
+
+if __name__ == "__main__":
+    main()
