@@ -114,6 +114,8 @@ def test_every_outcome_is_a_row_with_its_reason(web: TestWeb, database: Database
     assert "/private/secret" not in _fetched_paths(web)
     assert rows["/loop-a"]["status"] == "error" and rows["/loop-a"]["error"].startswith("redirect loop")
     assert rows["/big"]["status"] == "error" and "size limit" in rows["/big"]["error"]
+    bomb = rows["/gzip-bomb"]  # Content-Encoding: gzip, 80 MiB once decompressed
+    assert bomb["status"] == "error" and "DOWNLOAD_MAXSIZE" in bomb["error"]
     redirect = rows["/redirect"]
     assert redirect["status"] == "fetched" and redirect["redirect_count"] == 1
     assert redirect["final_url"] == web.url("links", "/redirect-target")

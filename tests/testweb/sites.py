@@ -55,6 +55,7 @@ class LinksSite(Site):
         "/redirect",
         "/loop-a",
         "/big",
+        "/gzip-bomb",
         "/image.png",
         "/latin1",
         "/shift-jis",
@@ -102,6 +103,8 @@ class LinksSite(Site):
             return redirect("/loop-a", 302)
         if path == "/big":
             return Reply(200, b"<html><body>" + b"x" * (11 * 1024 * 1024) + b"</body></html>", {"Content-Type": "text/html"})
+        if path == "/gzip-bomb":
+            return Reply(200, _gzip_bomb(), {"Content-Type": "text/html", "Content-Encoding": "gzip"})
         if path == "/image.png":
             return Reply(200, b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, {"Content-Type": "image/png"})
         if path == "/latin1":
