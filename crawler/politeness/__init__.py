@@ -1,0 +1,1 @@
+"""Politeness: the adaptive per-domain delay policy and where its state lives."""

@@ -1,0 +1,96 @@
+"""The domain limiter: the policy applied to per-domain state kept in this process.
+
+One instance per crawler (``limiter_for``), shared by the frontier queue (which starts
+requests only on ready domains), the limiter middleware (which records outcomes) and the
+robots middleware (which sets robots delays). The clock is injectable; it is Unix time so that
+times stored in request meta (``not_before``) mean the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from weakref import WeakKeyDictionary
+
+from scrapy.crawler import Crawler
+
+from crawler.politeness.policy import DomainState, Outcome, Policy, PolicyConfig
+
+
+class DomainLimiter:
+    def __init__(self, policy: Policy, clock: Callable[[], float] = time.time):
+        self.policy = policy
+        self.clock = clock
+        self.states: dict[str, DomainState] = {}
+
+    def state(self, domain: str) -> DomainState:
+        state = self.states.get(domain)
+        if state is None:
+            state = self.states[domain] = DomainState()
+        return state
+
+    def ready_at(self, domain: str) -> float:
+        return self.policy.ready_at(self.state(domain))
+
+    def can_start(self, domain: str, now: float | None = None) -> bool:
+        return self.policy.can_start(self.state(domain), self.clock() if now is None else now)
+
+    def start(self, domain: str, now: float | None = None) -> None:
+        self.policy.start(self.state(domain), self.clock() if now is None else now)
+
+    def try_start(self, domain: str) -> bool:
+        """Reserve the domain's next slot now if it is ready."""
+        now = self.clock()
+        if not self.can_start(domain, now):
+            return False
+        self.start(domain, now)
+        return True
+
+    def finish(self, domain: str) -> None:
+        self.policy.finish(self.state(domain))
+
+    def success(self, domain: str, latency: float | None = None) -> Outcome:
+        return self.policy.on_success(self.state(domain), self.clock(), latency)
+
+    def blocked(self, domain: str, retry_after: float | None = None) -> Outcome:
+        return self.policy.on_blocked(self.state(domain), self.clock(), retry_after)
+
+    def set_robots_delay(self, domain: str, delay: float | None) -> None:
+        self.state(domain).robots_delay = delay
+
+    def learned(self, domain: str, delay: float, floor: float) -> None:
+        """Seed a domain with what earlier crawls learned."""
+        state = self.state(domain)
+        state.learned_delay, state.floor = delay, floor
+
+    def effective_delay(self, domain: str) -> float:
+        return self.policy.effective_delay(self.state(domain))
+
+    def concurrency(self, domain: str) -> int:
+        return self.policy.concurrency(self.state(domain))
+
+
+def policy_config(crawler: Crawler) -> PolicyConfig:
+    settings = crawler.settings
+    return PolicyConfig(
+        default_delay=settings.getfloat("CRAWLER_DEFAULT_DELAY"),
+        min_delay=settings.getfloat("CRAWLER_MIN_DELAY"),
+        robots_delay_cap=settings.getfloat("CRAWLER_ROBOTS_DELAY_CAP"),
+        max_delay=settings.getfloat("CRAWLER_MAX_DELAY"),
+        base_concurrency=settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
+        concurrency_step=settings.getfloat("CRAWLER_CONCURRENCY_STEP"),
+        probe_after=settings.getint("CRAWLER_PROBE_AFTER"),
+        block_cap=settings.getfloat("CRAWLER_BLOCK_CAP"),
+        latency_factor=settings.getfloat("CRAWLER_LATENCY_FACTOR"),
+    )
+
+
+_limiters: WeakKeyDictionary[Crawler, DomainLimiter] = WeakKeyDictionary()
+
+
+def limiter_for(crawler: Crawler) -> DomainLimiter:
+    """The crawler's one limiter, created on first use."""
+    limiter = _limiters.get(crawler)
+    if limiter is None:
+        limiter = _limiters[crawler] = DomainLimiter(Policy(policy_config(crawler)))
+    return limiter

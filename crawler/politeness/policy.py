@@ -1,0 +1,185 @@
+"""The adaptive domain policy: pure arithmetic on a domain's state, no I/O, no clock of its own.
+
+Every method takes ``now`` (seconds, monotonic or wall, as long as it is one clock). The rules
+are DESIGN.md's table: effective delay, concurrency reduced as the learned delay grows, 429
+blocks with Retry-After or Fibonacci backoff, probing down after a run of successes with a
+recorded floor, a latency factor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyConfig:
+    default_delay: float = 1.0
+    """Delay when robots.txt gives none."""
+    min_delay: float = 0.0
+    """The user's minimum delay; nothing goes below it."""
+    robots_delay_cap: float = 60.0
+    max_delay: float = 60.0
+    """Cap of the learned delay."""
+    base_concurrency: int = 2
+    concurrency_step: float = 5.0
+    """Concurrency drops by one for every this many seconds the learned delay sits above baseline."""
+    probe_after: int = 20
+    """Consecutive successes before probing one step down."""
+    block_cap: float = 600.0
+    """Cap of a block, whether from Retry-After or from backoff."""
+    step: float = 1.0
+    """The learning step where delays are at least this long."""
+    step_fraction: float = 0.25
+    """Below ``step``, the step is this fraction of the delay, so fast sites are not slowed to
+    one request a second."""
+    min_step: float = 0.05
+    latency_factor: float = 1.0
+    """The delay is at least this many times the recent response time (0 turns it off)."""
+    latency_smoothing: float = 0.3
+
+
+@dataclass(slots=True)
+class DomainState:
+    robots_delay: float | None = None
+    learned_delay: float = 0.0
+    floor: float = 0.0
+    blocked_until: float = 0.0
+    blocking_streak: int = 0
+    """Consecutive blocking answers (429, and 403/503 as blocking signals)."""
+    success_streak: int = 0
+    probe_from: float | None = None
+    """The learned delay before the last probe, while that probe is unconfirmed."""
+    next_start: float = 0.0
+    inflight: int = 0
+    latency: float | None = None
+
+
+class Change(Enum):
+    NONE = "none"
+    INCREASED = "increased"
+    PROBED = "probed"
+    REVERTED = "reverted"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What an event did to the domain's pacing."""
+
+    change: Change = Change.NONE
+    block: float = 0.0
+    delay_before: float = 0.0
+    delay_after: float = 0.0
+    concurrency_before: int = 0
+    concurrency_after: int = 0
+
+    @property
+    def pacing_changed(self) -> bool:
+        return (
+            self.change is not Change.NONE
+            or self.block > 0
+            or self.delay_before != self.delay_after
+            or self.concurrency_before != self.concurrency_after
+        )
+
+
+def fibonacci(n: int) -> int:
+    """1, 1, 2, 3, 5, 8 … for n = 1, 2, 3 …"""
+    a, b = 1, 1
+    for _ in range(max(n, 1) - 1):
+        a, b = b, a + b
+    return a
+
+
+@dataclass(slots=True)
+class Policy:
+    config: PolicyConfig = field(default_factory=PolicyConfig)
+
+    # --- delays ----------------------------------------------------------------------------
+    def baseline(self, state: DomainState) -> float:
+        """The delay before any learning: robots.txt's (capped) or the default, and the minimum."""
+        robots = state.robots_delay
+        base = min(robots, self.config.robots_delay_cap) if robots is not None else self.config.default_delay
+        return max(base, self.config.min_delay)
+
+    def effective_delay(self, state: DomainState) -> float:
+        latency = self.config.latency_factor * (state.latency or 0.0)
+        return max(self.baseline(state), state.learned_delay, latency)
+
+    def concurrency(self, state: DomainState) -> int:
+        above = state.learned_delay - self.baseline(state)
+        reduction = int(above // self.config.concurrency_step) if above > 0 else 0
+        return max(1, self.config.base_concurrency - reduction)
+
+    def step_up(self, delay: float) -> float:
+        """One second where delays are seconds long, a fraction of the delay below that."""
+        if delay >= self.config.step:
+            return self.config.step
+        return max(self.config.min_step, delay * self.config.step_fraction)
+
+    def step_down(self, delay: float) -> float:
+        """The inverse of ``step_up``, so that a probe lands where the last increase started."""
+        if delay - self.config.step >= self.config.step:
+            return self.config.step
+        return delay * self.config.step_fraction / (1 + self.config.step_fraction)
+
+    # --- scheduling ------------------------------------------------------------------------
+    def ready_at(self, state: DomainState) -> float:
+        """When the domain may start its next request, concurrency allowing."""
+        return max(state.blocked_until, state.next_start)
+
+    def can_start(self, state: DomainState, now: float) -> bool:
+        return now >= self.ready_at(state) and state.inflight < self.concurrency(state)
+
+    def start(self, state: DomainState, now: float) -> None:
+        """Reserve the domain's slot for a request starting now."""
+        state.next_start = now + self.effective_delay(state)
+        state.inflight += 1
+
+    def finish(self, state: DomainState) -> None:
+        state.inflight = max(0, state.inflight - 1)
+
+    # --- outcomes --------------------------------------------------------------------------
+    def on_success(self, state: DomainState, now: float, latency: float | None = None) -> Outcome:
+        before = self._snapshot(state)
+        state.blocked_until = 0.0
+        state.blocking_streak = 0
+        if latency is not None:
+            alpha = self.config.latency_smoothing
+            state.latency = latency if state.latency is None else alpha * latency + (1 - alpha) * state.latency
+        state.success_streak += 1
+        change = Change.NONE
+        if state.success_streak >= self.config.probe_after:
+            state.success_streak = 0
+            state.probe_from = None  # the last probe held for a whole run of successes
+            lowest = max(state.floor, self.baseline(state))
+            if state.learned_delay > lowest:
+                state.probe_from = state.learned_delay
+                state.learned_delay = max(lowest, state.learned_delay - self.step_down(state.learned_delay))
+                change = Change.PROBED
+        return self._outcome(state, before, change)
+
+    def on_blocked(self, state: DomainState, now: float, retry_after: float | None = None) -> Outcome:
+        """A 429 (or 403/503 as a blocking signal): block the domain and learn."""
+        before = self._snapshot(state)
+        state.blocking_streak += 1
+        state.success_streak = 0
+        if state.probe_from is not None:
+            state.learned_delay = state.probe_from
+            state.floor = max(state.floor, state.probe_from)
+            state.probe_from = None
+            change = Change.REVERTED
+        else:
+            current = max(state.learned_delay, self.baseline(state))
+            state.learned_delay = min(self.config.max_delay, current + self.step_up(current))
+            change = Change.INCREASED
+        wait = retry_after if retry_after is not None else float(fibonacci(state.blocking_streak))
+        block = min(max(wait, 0.0), self.config.block_cap)
+        state.blocked_until = max(state.blocked_until, now + block)
+        return self._outcome(state, before, change, block)
+
+    def _snapshot(self, state: DomainState) -> tuple[float, int]:
+        return self.effective_delay(state), self.concurrency(state)
+
+    def _outcome(self, state: DomainState, before: tuple[float, int], change: Change, block: float = 0.0) -> Outcome:
+        return Outcome(change, block, before[0], self.effective_delay(state), before[1], self.concurrency(state))

@@ -1,0 +1,278 @@
+"""The adaptive domain policy, rule by rule, with a fake clock (times in seconds)."""
+
+from __future__ import annotations
+
+from email.utils import formatdate
+
+import pytest
+
+from crawler.politeness.limiter import DomainLimiter
+from crawler.politeness.policy import Change, DomainState, Policy, PolicyConfig, fibonacci
+from crawler.politeness.retry_after import retry_after_seconds
+
+
+def _policy(**config) -> Policy:
+    return Policy(PolicyConfig(**config))
+
+
+# --- effective delay ---------------------------------------------------------------------------
+
+def test_default_delay_when_robots_gives_none() -> None:
+    assert _policy().effective_delay(DomainState()) == 1.0
+    assert _policy(default_delay=0.25).effective_delay(DomainState()) == 0.25
+
+
+def test_robots_delay_replaces_the_default_and_is_capped() -> None:
+    policy = _policy(default_delay=1.0, robots_delay_cap=60)
+    assert policy.effective_delay(DomainState(robots_delay=0.5)) == 0.5
+    assert policy.effective_delay(DomainState(robots_delay=5)) == 5
+    assert policy.effective_delay(DomainState(robots_delay=3600)) == 60
+
+
+def test_user_minimum_wins_over_robots_and_default() -> None:
+    policy = _policy(min_delay=2.0)
+    assert policy.effective_delay(DomainState()) == 2.0
+    assert policy.effective_delay(DomainState(robots_delay=0.5)) == 2.0
+    assert policy.effective_delay(DomainState(robots_delay=3)) == 3
+
+
+def test_learned_delay_and_latency_raise_the_delay() -> None:
+    policy = _policy(latency_factor=2.0)
+    assert policy.effective_delay(DomainState(learned_delay=4)) == 4
+    assert policy.effective_delay(DomainState(latency=1.5)) == 3.0
+    assert _policy(latency_factor=0).effective_delay(DomainState(latency=9)) == 1.0
+
+
+def test_latency_is_smoothed_and_never_lowers_robots_or_minimum() -> None:
+    policy = _policy(latency_factor=1.0, latency_smoothing=0.5, min_delay=0.5)
+    state = DomainState(robots_delay=2.0)
+    policy.on_success(state, 0, latency=1.0)
+    assert state.latency == 1.0
+    policy.on_success(state, 0, latency=3.0)
+    assert state.latency == 2.0
+    assert policy.effective_delay(state) == 2.0
+    policy.on_success(state, 0, latency=5.0)
+    assert policy.effective_delay(state) == 3.5
+    for _ in range(30):
+        policy.on_success(state, 0, latency=0.01)
+    assert policy.effective_delay(state) == 2.0
+
+
+# --- slots and concurrency ---------------------------------------------------------------------
+
+def test_slots_are_spaced_by_the_effective_delay() -> None:
+    policy = _policy(default_delay=1.0, base_concurrency=5)
+    state = DomainState()
+    assert policy.can_start(state, 0.0)
+    policy.start(state, 0.0)
+    assert not policy.can_start(state, 0.999)
+    assert policy.can_start(state, 1.0)
+    policy.start(state, 1.0)
+    assert policy.ready_at(state) == 2.0
+
+
+def test_concurrency_limits_starts() -> None:
+    policy = _policy(default_delay=0.0, base_concurrency=2)
+    state = DomainState()
+    policy.start(state, 0)
+    policy.start(state, 0)
+    assert not policy.can_start(state, 10)
+    policy.finish(state)
+    assert policy.can_start(state, 10)
+    policy.finish(state)
+    policy.finish(state)
+    assert state.inflight == 0
+
+
+@pytest.mark.parametrize(
+    ("learned", "expected"),
+    [(0, 4), (1, 4), (5.9, 4), (6.0, 3), (10.9, 3), (11, 2), (16, 1), (60, 1)],
+)
+def test_concurrency_drops_one_per_five_seconds_above_baseline(learned: float, expected: int) -> None:
+    assert _policy(base_concurrency=4, default_delay=1.0).concurrency(DomainState(learned_delay=learned)) == expected
+
+
+# --- 429 ----------------------------------------------------------------------------------------
+
+def test_fibonacci() -> None:
+    assert [fibonacci(n) for n in range(1, 10)] == [1, 1, 2, 3, 5, 8, 13, 21, 34]
+
+
+def test_429_blocks_with_fibonacci_backoff_and_grows_the_delay_a_second_each() -> None:
+    policy = _policy(default_delay=1.0)
+    state = DomainState()
+    blocks, delays = [], []
+    for n in range(6):
+        outcome = policy.on_blocked(state, 100.0 * n)
+        blocks.append(outcome.block)
+        delays.append(policy.effective_delay(state))
+        assert state.blocked_until == 100.0 * n + outcome.block
+        assert outcome.change is Change.INCREASED
+    assert blocks == [1, 1, 2, 3, 5, 8]
+    assert delays == [2, 3, 4, 5, 6, 7]
+
+
+def test_retry_after_wins_and_blocks_are_capped() -> None:
+    policy = _policy(block_cap=600)
+    state = DomainState()
+    assert policy.on_blocked(state, 0, retry_after=7).block == 7
+    assert state.blocked_until == 7
+    assert policy.on_blocked(state, 0, retry_after=10_000).block == 600
+    assert not policy.can_start(state, 599.9) and policy.can_start(state, 600)
+
+
+def test_a_block_never_shortens_an_earlier_one() -> None:
+    policy = _policy()
+    state = DomainState()
+    policy.on_blocked(state, 0, retry_after=30)
+    policy.on_blocked(state, 1, retry_after=2)
+    assert state.blocked_until == 30
+
+
+def test_learned_delay_is_capped() -> None:
+    policy = _policy(max_delay=60)
+    state = DomainState(learned_delay=59.5)
+    policy.on_blocked(state, 0)
+    assert state.learned_delay == 60
+    policy.on_blocked(state, 0)
+    assert state.learned_delay == 60
+
+
+def test_sub_second_delays_grow_proportionally() -> None:
+    policy = _policy(default_delay=0.2, step_fraction=0.25, min_step=0.01)
+    state = DomainState()
+    policy.on_blocked(state, 0)
+    assert state.learned_delay == pytest.approx(0.25)
+    policy.on_blocked(state, 0)
+    assert state.learned_delay == pytest.approx(0.3125)
+    big = DomainState(learned_delay=8)
+    policy.on_blocked(big, 0)
+    assert big.learned_delay == 9  # seconds-long delays step by one second
+
+
+def test_zero_delay_grows_by_the_minimum_step() -> None:
+    policy = _policy(default_delay=0.0, min_step=0.05)
+    state = DomainState()
+    policy.on_blocked(state, 0)
+    assert state.learned_delay == 0.05
+
+
+def test_success_clears_the_block_and_the_streak_at_once() -> None:
+    policy = _policy()
+    state = DomainState()
+    policy.on_blocked(state, 0)
+    policy.on_blocked(state, 0)
+    assert state.blocking_streak == 2 and state.blocked_until == 1
+    policy.on_success(state, 0.5)
+    assert state.blocked_until == 0 and state.blocking_streak == 0
+    assert policy.on_blocked(state, 1).block == 1  # the backoff starts again at the beginning
+
+
+# --- probing down --------------------------------------------------------------------------------
+
+def test_probe_after_twenty_successes_one_step_down() -> None:
+    policy = _policy(default_delay=1.0, probe_after=20)
+    state = DomainState(learned_delay=5.0)
+    for _ in range(19):
+        assert policy.on_success(state, 0).change is Change.NONE
+    outcome = policy.on_success(state, 0)
+    assert outcome.change is Change.PROBED and state.learned_delay == 4.0
+    assert (outcome.delay_before, outcome.delay_after) == (5.0, 4.0)
+
+
+def test_probe_never_goes_below_floor_robots_or_minimum() -> None:
+    for state, expected in [
+        (DomainState(learned_delay=3.0, floor=2.5), 2.5),
+        (DomainState(learned_delay=3.0, robots_delay=2.8), 2.8),
+        (DomainState(learned_delay=1.2), 1.0),
+    ]:
+        policy = _policy(default_delay=1.0, probe_after=1)
+        policy.on_success(state, 0)
+        assert state.learned_delay == expected
+    at_floor = DomainState(learned_delay=2.0, floor=2.0)
+    assert _policy(probe_after=1).on_success(at_floor, 0).change is Change.NONE
+
+
+def test_429_right_after_a_probe_reverts_and_records_the_floor() -> None:
+    policy = _policy(default_delay=1.0, probe_after=20)
+    state = DomainState(learned_delay=5.0)
+    for _ in range(20):
+        policy.on_success(state, 0)
+    assert state.learned_delay == 4.0
+    outcome = policy.on_blocked(state, 0)
+    assert outcome.change is Change.REVERTED
+    assert state.learned_delay == 5.0 and state.floor == 5.0
+    for _ in range(40):
+        policy.on_success(state, 0)
+    assert state.learned_delay == 5.0  # never probes below the floor
+
+
+def test_a_probe_that_holds_for_a_whole_run_is_kept() -> None:
+    policy = _policy(default_delay=1.0, probe_after=20)
+    state = DomainState(learned_delay=5.0)
+    for _ in range(40):
+        policy.on_success(state, 0)
+    assert state.learned_delay == 3.0 and state.probe_from == 4.0
+    policy.on_blocked(state, 0)
+    assert state.learned_delay == 4.0 and state.floor == 4.0
+
+
+def test_sub_second_probes_are_the_inverse_of_the_increase() -> None:
+    policy = _policy(default_delay=0.05, probe_after=1, step_fraction=0.25)
+    state = DomainState(learned_delay=0.3125)
+    policy.on_success(state, 0)
+    assert state.learned_delay == pytest.approx(0.25)
+
+
+def test_learning_converges_near_a_fast_sites_real_rate() -> None:
+    """A site that allows 4 requests/s (0.25 s spacing) answers 429 when we go faster."""
+    policy = _policy(default_delay=0.05, probe_after=20)
+    state = DomainState()
+    now = 0.0
+    for _ in range(20_000):
+        delay = policy.effective_delay(state)
+        now += delay
+        if delay < 0.25:
+            policy.on_blocked(state, now, retry_after=0)
+        else:
+            policy.on_success(state, now)
+    assert 0.25 <= state.learned_delay <= 0.25 * 1.3
+
+
+# --- outcomes, Retry-After, limiter ----------------------------------------------------------
+
+def test_outcome_reports_concurrency_changes() -> None:
+    policy = _policy(default_delay=1.0, base_concurrency=2)
+    state = DomainState(learned_delay=5.5)
+    outcome = policy.on_blocked(state, 0)
+    assert (outcome.concurrency_before, outcome.concurrency_after) == (2, 1)
+    assert outcome.pacing_changed
+
+
+def test_retry_after_values() -> None:
+    now = 1_700_000_000.0
+    assert retry_after_seconds("120", now) == 120
+    assert retry_after_seconds(formatdate(now + 30, usegmt=True), now) == pytest.approx(30)
+    assert retry_after_seconds(formatdate(now - 30, usegmt=True), now) == 0
+    for junk in (None, "", "soon", "-5", "1.5", "Mon, 99 Foo 2020"):
+        assert retry_after_seconds(junk, now) is None
+
+
+def test_limiter_uses_its_clock() -> None:
+    clock = [100.0]
+    limiter = DomainLimiter(_policy(default_delay=2.0), clock=lambda: clock[0])
+    assert limiter.try_start("a.example")
+    assert not limiter.try_start("a.example")
+    assert limiter.try_start("b.example")  # one domain does not hold up another
+    clock[0] = 102.0
+    assert limiter.try_start("a.example")
+    limiter.blocked("b.example", retry_after=10)  # at 102: blocked until 112
+    clock[0] = 111.9
+    assert not limiter.can_start("b.example")
+    clock[0] = 112.0
+    assert limiter.can_start("b.example")
+    assert limiter.try_start("b.example")
+    clock[0] = 200.0
+    assert not limiter.can_start("b.example")  # concurrency 2 reached: two in flight
+    limiter.finish("b.example")
+    assert limiter.can_start("b.example")
