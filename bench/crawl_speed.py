@@ -73,6 +73,7 @@ def main() -> None:
         "CONCURRENT_REQUESTS": str(args.concurrency),
         "CONCURRENT_REQUESTS_PER_DOMAIN": str(args.concurrency),
         "DOWNLOAD_DELAY": "0",
+        "CRAWLER_LIMITER_ENABLED": "False",
         "ROBOTSTXT_OBEY": "False",
         "LOG_LEVEL": "WARNING",
         "TELNETCONSOLE_ENABLED": "False",

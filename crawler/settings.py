@@ -15,9 +15,11 @@ USER_AGENT = os.environ.get("CRAWLER_USER_AGENT", "crawler/0.1 (+https://github.
 
 # --- Politeness (defaults of the rules table in the design) ---------------------------------
 ROBOTSTXT_OBEY = True
-DOWNLOAD_DELAY = 1.0
-DOWNLOAD_DELAY_JITTER = 0
+# The domain limiter paces every domain (CRAWLER_DEFAULT_DELAY and the rest below); Scrapy's own
+# per-process slot delay would pace a second time and cannot coordinate processes.
+DOWNLOAD_DELAY = 0
 CONCURRENT_REQUESTS = 32
+# The base per-domain concurrency of the limiter, which lowers it as the learned delay grows.
 CONCURRENT_REQUESTS_PER_DOMAIN = 2
 COOKIES_ENABLED = False
 DOWNLOAD_TIMEOUT = 30
@@ -25,6 +27,27 @@ DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 0
 REDIRECT_MAX_TIMES = 5
 RETRY_TIMES = 5
+RETRY_HTTP_CODES = [429, 500, 502, 503, 504, 522, 524]
+
+SCHEDULER_PRIORITY_QUEUE = "crawler.frontier.queue.PolitePriorityQueue"
+DOWNLOADER_MIDDLEWARES = {
+    # Replaces Scrapy's RetryMiddleware at its place: backoff through the frontier.
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+    "crawler.middlewares.retry.BackoffRetryMiddleware": 550,
+    # Above redirects (600) and retries (550): sees every response as it arrives.
+    "crawler.middlewares.limiter.LimiterMiddleware": 800,
+}
+
+CRAWLER_LIMITER_ENABLED = True
+CRAWLER_DEFAULT_DELAY = 1.0
+CRAWLER_MIN_DELAY = 0.0
+CRAWLER_ROBOTS_DELAY_CAP = 60.0
+CRAWLER_MAX_DELAY = 60.0
+CRAWLER_CONCURRENCY_STEP = 5.0
+CRAWLER_PROBE_AFTER = 20
+CRAWLER_BLOCK_CAP = 600.0
+CRAWLER_LATENCY_FACTOR = 1.0
+CRAWLER_RETRY_BACKOFF_CAP = 600.0
 
 # --- Link following ----------------------------------------------------------------------------
 DEPTH_LIMIT = 10

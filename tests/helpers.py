@@ -17,7 +17,13 @@ import crawler.settings
 ROOT = Path(__file__).resolve().parents[1]
 
 # Politeness off and quiet logs: tests assert on behaviour, not pacing.
-FAST = {"DOWNLOAD_DELAY": "0", "LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS_PER_DOMAIN": "8"}
+FAST = {
+    "CRAWLER_DEFAULT_DELAY": "0",
+    "CRAWLER_LATENCY_FACTOR": "0",
+    "CRAWLER_RETRY_BACKOFF_CAP": "0.05",
+    "LOG_LEVEL": "INFO",
+    "CONCURRENT_REQUESTS_PER_DOMAIN": "8",
+}
 
 
 @dataclass(frozen=True)

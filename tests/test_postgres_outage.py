@@ -67,7 +67,7 @@ def _requested_pages(web: TestWeb) -> set[str]:
 
 def test_ten_seconds_without_postgres_loses_no_row(web: TestWeb, postgres: ThrowawayPostgres, tmp_path: Path) -> None:
     web.clear()
-    crawl = _start_crawl(web, postgres.url, tmp_path, DOWNLOAD_DELAY="0.05", CONCURRENT_REQUESTS_PER_DOMAIN="1")
+    crawl = _start_crawl(web, postgres.url, tmp_path, CRAWLER_DEFAULT_DELAY="0.05", CONCURRENT_REQUESTS_PER_DOMAIN="1")
     _wait_for_rows(postgres.url, 20)
     postgres.stop()
     time.sleep(10)
@@ -85,7 +85,7 @@ def test_ten_seconds_without_postgres_loses_no_row(web: TestWeb, postgres: Throw
 def test_postgres_gone_for_good_spills_rows_to_a_file(web: TestWeb, postgres: ThrowawayPostgres, tmp_path: Path) -> None:
     web.clear()
     crawl = _start_crawl(
-        web, postgres.url, tmp_path, DOWNLOAD_DELAY="0.02", CONCURRENT_REQUESTS_PER_DOMAIN="1",
+        web, postgres.url, tmp_path, CRAWLER_DEFAULT_DELAY="0.02", CONCURRENT_REQUESTS_PER_DOMAIN="1",
         CRAWLER_STORAGE_SHUTDOWN_TIMEOUT="3", CRAWLER_MAX_PAGES="120",
     )  # fmt: skip
     _wait_for_rows(postgres.url, 10)

@@ -25,6 +25,7 @@ from crawler.items import PageItem, SitemapEntryItem
 from crawler.pipelines.rows import json_safe, page_row, sitemap_entry_row
 from crawler.storage import StorageUnavailable, open_backend
 from crawler.storage.backend import Batch, JobRecord
+from crawler.storage.shared import register
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class StoragePipeline:
         self.shutdown_timeout = settings.getfloat("CRAWLER_STORAGE_SHUTDOWN_TIMEOUT")
         self.unsaved_dir = Path(settings.get("CRAWLER_UNSAVED_ROWS_DIR"))
         self.backend = open_backend(self.database_url)
+        self.outbox = register(crawler, self.backend).outbox
         self.pending = Batch()
         self.counters = {"pages_fetched": 0, "pages_failed": 0, "rows_written": 0}
         self._flush_lock = asyncio.Lock()
@@ -137,14 +139,19 @@ class StoragePipeline:
     async def flush(self) -> None:
         """Write everything pending, batch by batch, waiting while the database is away."""
         async with self._flush_lock:
+            if self.outbox.domains:
+                self.pending.domains.extend(self.outbox.domains.values())
+                self.outbox.domains.clear()
             while self.pending:
                 batch = Batch(
                     self.pending.pages[: self.batch_size],
                     self.pending.sitemap_entries[: self.batch_size],
+                    self.pending.domains[: self.batch_size],
                 )
                 await self._until_available(lambda: self._write(batch), "write rows")
                 del self.pending.pages[: len(batch.pages)]
                 del self.pending.sitemap_entries[: len(batch.sitemap_entries)]
+                del self.pending.domains[: len(batch.domains)]
                 self.counters["rows_written"] += len(batch)
                 self.stats.inc_value("storage/rows_written", len(batch))
                 self.stats.inc_value("storage/batches")
@@ -161,7 +168,7 @@ class StoragePipeline:
             await self._write_one_by_one(batch)
 
     async def _write_one_by_one(self, batch: Batch) -> None:
-        for kind in ("pages", "sitemap_entries"):
+        for kind in ("pages", "sitemap_entries", "domains"):
             for row in getattr(batch, kind):
                 single = Batch(**{kind: [row]})
                 try:
@@ -197,7 +204,7 @@ class StoragePipeline:
     async def _flush_periodically(self) -> None:
         while True:
             await asyncio.sleep(self.batch_seconds)
-            if self.pending and not self._flush_lock.locked():
+            if (self.pending or self.outbox) and not self._flush_lock.locked():
                 self._in_background(self.flush())
 
     def _in_background(self, coroutine: Any) -> None:
@@ -216,6 +223,7 @@ class StoragePipeline:
     def _spill(self, exc: Exception) -> None:
         self._append_unsaved("pages", self.pending.pages, str(exc))
         self._append_unsaved("sitemap_entries", self.pending.sitemap_entries, str(exc))
+        self._append_unsaved("domains", self.pending.domains, str(exc))
         logger.error(
             "The database stayed unavailable (%s): %d rows were written to %s instead",
             exc,

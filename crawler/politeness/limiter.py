@@ -35,8 +35,8 @@ class DomainLimiter:
     def can_start(self, domain: str, now: float | None = None) -> bool:
         return self.policy.can_start(self.state(domain), self.clock() if now is None else now)
 
-    def start(self, domain: str, now: float | None = None) -> None:
-        self.policy.start(self.state(domain), self.clock() if now is None else now)
+    def start(self, domain: str, now: float | None = None) -> float:
+        return self.policy.start(self.state(domain), self.clock() if now is None else now)
 
     def try_start(self, domain: str) -> bool:
         """Reserve the domain's next slot now if it is ready."""
@@ -45,6 +45,9 @@ class DomainLimiter:
             return False
         self.start(domain, now)
         return True
+
+    def unreserve(self, domain: str, reservation: float) -> None:
+        self.policy.unreserve(self.state(domain), reservation)
 
     def finish(self, domain: str) -> None:
         self.policy.finish(self.state(domain))
@@ -72,6 +75,9 @@ class DomainLimiter:
 
 def policy_config(crawler: Crawler) -> PolicyConfig:
     settings = crawler.settings
+    if not settings.getbool("CRAWLER_LIMITER_ENABLED"):
+        # No pacing at all: no delay, no per-domain limit beyond Scrapy's own.
+        return PolicyConfig(default_delay=0, base_concurrency=1_000_000, latency_factor=0)
     return PolicyConfig(
         default_delay=settings.getfloat("CRAWLER_DEFAULT_DELAY"),
         min_delay=settings.getfloat("CRAWLER_MIN_DELAY"),

@@ -51,6 +51,7 @@ class DomainState:
     probe_from: float | None = None
     """The learned delay before the last probe, while that probe is unconfirmed."""
     next_start: float = 0.0
+    previous_next_start: float = 0.0
     inflight: int = 0
     latency: float | None = None
 
@@ -131,10 +132,18 @@ class Policy:
     def can_start(self, state: DomainState, now: float) -> bool:
         return now >= self.ready_at(state) and state.inflight < self.concurrency(state)
 
-    def start(self, state: DomainState, now: float) -> None:
-        """Reserve the domain's slot for a request starting now."""
+    def start(self, state: DomainState, now: float) -> float:
+        """Reserve the domain's slot for a request starting now; returns the reservation."""
+        state.previous_next_start = state.next_start
         state.next_start = now + self.effective_delay(state)
         state.inflight += 1
+        return state.next_start
+
+    def unreserve(self, state: DomainState, reservation: float) -> None:
+        """Give back a slot whose request was dropped before it was sent, unless another
+        request has reserved the next slot since."""
+        if state.next_start == reservation:
+            state.next_start = state.previous_next_start
 
     def finish(self, state: DomainState) -> None:
         state.inflight = max(0, state.inflight - 1)

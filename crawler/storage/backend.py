@@ -21,9 +21,10 @@ class Batch:
 
     pages: list[tuple[Any, ...]] = field(default_factory=list)
     sitemap_entries: list[tuple[Any, ...]] = field(default_factory=list)
+    domains: list[tuple[Any, ...]] = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.pages) + len(self.sitemap_entries)
+        return len(self.pages) + len(self.sitemap_entries) + len(self.domains)
 
 
 @dataclass(slots=True)

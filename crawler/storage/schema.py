@@ -199,3 +199,19 @@ def upsert_sitemap_entries_sql(placeholder: str) -> str:
         f"INSERT INTO sitemap_entries ({columns}) VALUES ({values}) "
         f"ON CONFLICT (sitemap_url, url_hash) DO UPDATE SET {updates}"
     )
+
+
+DOMAIN_COLUMNS: tuple[str, ...] = (
+    "domain",
+    "adaptive_delay_seconds",
+    "adaptive_delay_floor_seconds",
+    "crawl_delay_seconds",
+    "updated_at",
+)
+
+
+def upsert_domains_sql(placeholder: str) -> str:
+    columns = ", ".join(DOMAIN_COLUMNS)
+    values = ", ".join([placeholder] * len(DOMAIN_COLUMNS))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in DOMAIN_COLUMNS[1:])
+    return f"INSERT INTO domains ({columns}) VALUES ({values}) ON CONFLICT (domain) DO UPDATE SET {updates}"

@@ -11,12 +11,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from crawler.storage.backend import Batch, StorageBackend, StorageUnavailable
-from crawler.storage.schema import migration_statements, upsert_pages_sql, upsert_sitemap_entries_sql
+from crawler.storage.schema import (
+    migration_statements,
+    upsert_domains_sql,
+    upsert_pages_sql,
+    upsert_sitemap_entries_sql,
+)
 
 T = TypeVar("T")
 
 _UPSERT_PAGES = upsert_pages_sql("?")
 _UPSERT_SITEMAP_ENTRIES = upsert_sitemap_entries_sql("?")
+_UPSERT_DOMAINS = upsert_domains_sql("?")
 
 
 def _sqlite_value(value: Any) -> Any:
@@ -95,6 +101,8 @@ class SqliteBackend(StorageBackend):
                     connection.executemany(_UPSERT_PAGES, map(_sqlite_row, batch.pages))
                 if batch.sitemap_entries:
                     connection.executemany(_UPSERT_SITEMAP_ENTRIES, map(_sqlite_row, batch.sitemap_entries))
+                if batch.domains:
+                    connection.executemany(_UPSERT_DOMAINS, map(_sqlite_row, batch.domains))
 
         await self._run(write)
 

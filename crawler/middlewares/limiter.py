@@ -1,0 +1,123 @@
+"""Record each outcome with the domain limiter: success (and latency), 429 and the other
+blocking answers (403, 503), and release the slot the frontier reserved.
+
+Enabled at 800 in ``DOWNLOADER_MIDDLEWARES``: above the redirect (600) and retry (550)
+middlewares, so it sees every response as it comes off the wire, before they turn it into a
+new request. Learned delays are loaded from the ``domains`` table when the spider opens and
+saved there when they change.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Self
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import Response
+
+from crawler.frontier.queue import DOMAIN, RESERVATION
+from crawler.politeness.limiter import DomainLimiter, limiter_for
+from crawler.politeness.policy import Change, Outcome
+from crawler.politeness.retry_after import retry_after_seconds
+from crawler.storage.shared import shared_storage
+
+logger = logging.getLogger(__name__)
+
+BLOCKING_STATUSES = frozenset({429, 403, 503})
+
+
+class LimiterMiddleware:
+    def __init__(self, crawler: Crawler, limiter: DomainLimiter):
+        self.crawler = crawler
+        self.limiter = limiter
+        self.stats = crawler.stats
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        if not crawler.settings.getbool("CRAWLER_LIMITER_ENABLED"):
+            raise NotConfigured
+        return cls(crawler, limiter_for(crawler))
+
+    async def spider_opened(self) -> None:
+        storage = shared_storage(self.crawler)
+        if storage is None:
+            return
+        rows = await storage.backend.execute(
+            "SELECT domain, adaptive_delay_seconds, adaptive_delay_floor_seconds FROM domains "
+            "WHERE adaptive_delay_seconds > 0 OR adaptive_delay_floor_seconds > 0"
+        )
+        for domain, delay, floor in rows:
+            self.limiter.learned(domain, float(delay), float(floor))
+        if rows:
+            logger.info("Loaded learned delays of %d domains", len(rows))
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        domain = request.meta.pop(DOMAIN, None)
+        request.meta.pop(RESERVATION, None)
+        if domain is None:
+            return response
+        self.limiter.finish(domain)
+        if response.status in BLOCKING_STATUSES:
+            self.stats.inc_value(f"limiter/blocking_response_count/{response.status}")
+            value = response.headers.get("Retry-After")
+            retry_after = retry_after_seconds(value.decode("latin-1") if value else None, self.limiter.clock())
+            self._changed(domain, self.limiter.blocked(domain, retry_after), f"HTTP {response.status}")
+        else:
+            outcome = self.limiter.success(domain, request.meta.get("download_latency"))
+            if outcome.pacing_changed:
+                self._changed(domain, outcome, "success")
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        domain = request.meta.pop(DOMAIN, None)
+        reservation = request.meta.pop(RESERVATION, None)
+        if domain is None:
+            return
+        self.limiter.finish(domain)
+        if isinstance(exception, IgnoreRequest) and reservation is not None:
+            # Dropped before reaching the network (robots.txt, a filter): the slot was not used.
+            self.limiter.unreserve(domain, reservation)
+
+    def _changed(self, domain: str, outcome: Outcome, cause: str) -> None:
+        stats = self.stats
+        if outcome.block:
+            stats.inc_value("limiter/block_count")
+        if outcome.change is Change.INCREASED:
+            stats.inc_value("limiter/delay_increase_count")
+        elif outcome.change is Change.PROBED:
+            stats.inc_value("limiter/probe_count")
+        elif outcome.change is Change.REVERTED:
+            stats.inc_value("limiter/probe_reverted_count")
+        if outcome.concurrency_before != outcome.concurrency_after:
+            stats.inc_value("limiter/concurrency_change_count")
+        state = self.limiter.state(domain)
+        logger.info(
+            "Pacing of %s after %s: delay %.3f -> %.3f s, concurrency %d -> %d, blocked %.1f s, streak %d",
+            domain,
+            cause,
+            outcome.delay_before,
+            outcome.delay_after,
+            outcome.concurrency_before,
+            outcome.concurrency_after,
+            outcome.block,
+            state.blocking_streak,
+        )
+        if outcome.change is not Change.NONE:
+            self._persist(domain)
+
+    def _persist(self, domain: str) -> None:
+        storage = shared_storage(self.crawler)
+        if storage is None:
+            return
+        state = self.limiter.state(domain)
+        storage.outbox.domains[domain] = (
+            domain,
+            state.learned_delay,
+            state.floor,
+            state.robots_delay,
+            datetime.now(UTC),
+        )

@@ -1,0 +1,56 @@
+"""Retries with backoff, never by sleeping: the retry request carries a ``not_before`` time and
+waits in the frontier.
+
+Built on Scrapy's ``RetryMiddleware`` and ``get_retry_request`` (retry counts, stats, give-up
+logging, ``dont_retry`` and ``max_retry_times``). What it adds: 429 and every 5xx are retried
+(other 4xx are final), the n-th retry waits Fibonacci(n) seconds (1, 1, 2, 3, 5, 8 …) capped at
+``CRAWLER_RETRY_BACKOFF_CAP``, and ``Retry-After`` wins when the server sends one.
+"""
+
+from __future__ import annotations
+
+from typing import Self
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.downloadermiddlewares.retry import RetryMiddleware
+from scrapy.http import Response
+from scrapy.utils.response import response_status_message
+
+from crawler.frontier.queue import NOT_BEFORE
+from crawler.politeness.limiter import DomainLimiter, limiter_for
+from crawler.politeness.policy import fibonacci
+from crawler.politeness.retry_after import retry_after_seconds
+
+
+class BackoffRetryMiddleware(RetryMiddleware):
+    limiter: DomainLimiter
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        middleware = super().from_crawler(crawler)
+        middleware.limiter = limiter_for(crawler)
+        middleware.backoff_cap = crawler.settings.getfloat("CRAWLER_RETRY_BACKOFF_CAP")
+        return middleware
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        if request.meta.get("dont_retry", False):
+            return response
+        if response.status == 429 or response.status >= 500:
+            value = response.headers.get("Retry-After")
+            retry_after = retry_after_seconds(value.decode("latin-1") if value else None, self.limiter.clock())
+            return self._backoff(request, response_status_message(response.status), retry_after) or response
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> Request | None:
+        if isinstance(exception, self.exceptions_to_retry) and not request.meta.get("dont_retry", False):
+            return self._backoff(request, exception, None)
+        return None
+
+    def _backoff(self, request: Request, reason: str | Exception, retry_after: float | None) -> Request | None:
+        retry = self._retry(request, reason)
+        if retry is None:
+            return None
+        wait = retry_after if retry_after is not None else float(fibonacci(retry.meta["retry_times"]))
+        retry.meta[NOT_BEFORE] = self.limiter.clock() + min(wait, self.backoff_cap)
+        return retry

@@ -1,0 +1,44 @@
+"""The crawl's one storage backend and the rows other components hand to the pipeline.
+
+The storage pipeline creates and opens the backend; middlewares that persist state (learned
+delays, robots decisions) put rows in the outbox, which the pipeline writes with its batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from scrapy.crawler import Crawler
+
+from crawler.storage.backend import StorageBackend
+
+
+@dataclass(slots=True)
+class Outbox:
+    domains: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    """Latest row per domain: (domain, adaptive_delay_seconds, adaptive_delay_floor_seconds,
+    crawl_delay_seconds, updated_at)."""
+
+    def __len__(self) -> int:
+        return len(self.domains)
+
+
+@dataclass(slots=True)
+class SharedStorage:
+    backend: StorageBackend
+    outbox: Outbox = field(default_factory=Outbox)
+
+
+_shared: WeakKeyDictionary[Crawler, SharedStorage] = WeakKeyDictionary()
+
+
+def register(crawler: Crawler, backend: StorageBackend) -> SharedStorage:
+    shared = _shared[crawler] = SharedStorage(backend)
+    return shared
+
+
+def shared_storage(crawler: Crawler) -> SharedStorage | None:
+    """The crawl's storage, or None when no storage pipeline is enabled."""
+    return _shared.get(crawler)
