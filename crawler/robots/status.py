@@ -1,0 +1,25 @@
+"""What a robots.txt fetch means when it brings no file to parse (RFC 9309 §2.3.1)."""
+
+from __future__ import annotations
+
+from crawler.robots.rules import RobotsRules
+
+
+def rules_for_status(status: int, user_agent: str, *, fail_open: bool = False) -> RobotsRules | None:
+    """Rules implied by a non-2xx status; None for 2xx (parse the body instead).
+
+    4xx: the file is unavailable, everything is allowed. 5xx, and redirects followed past the
+    limit: unreachable, nothing is allowed for now and the fetch is retried later, unless
+    ``fail_open``.
+    """
+    if 200 <= status < 300:
+        return None
+    if 400 <= status < 500:
+        return RobotsRules.allowing_all(user_agent, f"robots.txt HTTP {status}: allow all")
+    return unreachable(user_agent, f"robots.txt HTTP {status}", fail_open=fail_open)
+
+
+def unreachable(user_agent: str, cause: str, *, fail_open: bool = False) -> RobotsRules:
+    if fail_open:
+        return RobotsRules.allowing_all(user_agent, f"{cause}: allow all (fail open)")
+    return RobotsRules.disallowing_all(user_agent, f"{cause}: disallow all until it can be fetched")
