@@ -30,7 +30,11 @@ RETRY_TIMES = 5
 RETRY_HTTP_CODES = [429, 500, 502, 503, 504, 522, 524]
 
 SCHEDULER_PRIORITY_QUEUE = "crawler.frontier.queue.PolitePriorityQueue"
+ROBOTSTXT_USER_AGENT = "crawler"
 DOWNLOADER_MIDDLEWARES = {
+    # Replaces Scrapy's RobotsTxtMiddleware at its place.
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "crawler.middlewares.robots.RobotsMiddleware": 100,
     # Replaces Scrapy's RetryMiddleware at its place: backoff through the frontier.
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "crawler.middlewares.retry.BackoffRetryMiddleware": 550,
@@ -48,6 +52,9 @@ CRAWLER_PROBE_AFTER = 20
 CRAWLER_BLOCK_CAP = 600.0
 CRAWLER_LATENCY_FACTOR = 1.0
 CRAWLER_RETRY_BACKOFF_CAP = 600.0
+CRAWLER_ROBOTS_TTL = 3600.0
+CRAWLER_ROBOTS_RETRY_SECONDS = 60.0
+CRAWLER_ROBOTS_FAIL_OPEN = False
 
 # --- Link following ----------------------------------------------------------------------------
 DEPTH_LIMIT = 10

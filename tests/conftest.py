@@ -25,6 +25,11 @@ WEB_SITES = {
     "no-sitemap": "no-sitemap",
     "hostile": "hostile",
     "heavy": "heavy:pages=300,links=200",
+    "delayed": "paced:crawl_delay=0.3,pages=12",
+    "fast": "paced:pages=40",
+    "limited": "paced:rate=8,retry_after=1,pages=40",
+    "robots-503": "paced:robots_status=503,pages=5",
+    "robots-404": "paced:robots_status=404,pages=5",
 }
 
 

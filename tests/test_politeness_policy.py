@@ -276,3 +276,14 @@ def test_limiter_uses_its_clock() -> None:
     assert not limiter.can_start("b.example")  # concurrency 2 reached: two in flight
     limiter.finish("b.example")
     assert limiter.can_start("b.example")
+
+
+def test_a_robots_delay_learned_after_a_start_spaces_the_next_one() -> None:
+    policy = _policy(default_delay=0.0)
+    state = DomainState()
+    policy.start(state, 10.0)  # robots.txt itself, before its delay is known
+    policy.set_robots_delay(state, 0.3)
+    assert not policy.can_start(state, 10.29) and policy.can_start(state, 10.3)
+    fresh = DomainState()
+    policy.set_robots_delay(fresh, 5)
+    assert policy.can_start(fresh, 0.0)

@@ -24,19 +24,9 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import reactor
 from twisted.internet.base import DelayedCall
 
+from crawler.frontier.meta import DOMAIN, NOT_BEFORE, RESERVATION, domain_key
+from crawler.middlewares.robots import robots_for
 from crawler.politeness.limiter import DomainLimiter, limiter_for
-
-NOT_BEFORE = "not_before"
-DOMAIN = "limiter_domain"
-"""Meta key set on a request handed out: the domain whose slot it holds until it finishes."""
-RESERVATION = "limiter_reservation"
-"""Meta key: the slot reserved for the request, given back if it is dropped before sending."""
-
-
-def domain_key(request: Request) -> str:
-    """The unit of politeness: scheme-less host and port, as robots.txt is scoped."""
-    return urlparse_cached(request).netloc.rpartition("@")[2].lower()
-
 
 class PolitePriorityQueue:
     @classmethod
@@ -72,6 +62,7 @@ class PolitePriorityQueue:
         self._rotation = itertools.count()
         self._served: dict[str, int] = {}
         self._wakeup: DelayedCall | None = None
+        self._schemes: dict[str, str] = {}
         for domain, prios in (startprios or {}).items():
             self.queues[domain] = self._queue(domain, prios)
 
@@ -94,6 +85,7 @@ class PolitePriorityQueue:
 
     def _enqueue(self, request: Request) -> None:
         domain = domain_key(request)
+        self._schemes.setdefault(domain, urlparse_cached(request).scheme)
         queue = self.queues.get(domain)
         if queue is None:
             queue = self.queues[domain] = self._queue(domain)
@@ -104,8 +96,14 @@ class PolitePriorityQueue:
         while self.waiting and self.waiting[0][0] <= now:
             self._enqueue(heapq.heappop(self.waiting)[2])
         best: tuple[int, int, str] | None = None
+        robots = robots_for(self.crawler)
         for domain, queue in self.queues.items():
             if queue.curprio is None or not self.limiter.can_start(domain, now):
+                continue
+            if robots is not None and not robots.ready(domain):
+                # The domain's robots.txt comes first, on the domain's own slot.
+                if not robots.fetching(domain):
+                    robots.fetch(domain, self._schemes.get(domain, "http"), self.limiter.start(domain, now))
                 continue
             # Highest priority first (lowest curprio); among equals the domain served longest ago.
             candidate = (queue.curprio, self._served.get(domain, -1), domain)
@@ -128,7 +126,13 @@ class PolitePriorityQueue:
         return request
 
     def _next_ready(self, now: float) -> float | None:
-        times = [self.limiter.ready_at(domain) for domain in self.queues]
+        robots = robots_for(self.crawler)
+        # A domain whose robots.txt is being fetched is woken when it arrives.
+        times = [
+            self.limiter.ready_at(domain)
+            for domain in self.queues
+            if robots is None or not robots.fetching(domain)
+        ]
         times = [t for t in times if t > now]  # domains at their concurrency limit wake on a response
         if self.waiting:
             times.append(self.waiting[0][0])

@@ -18,7 +18,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 
-from crawler.frontier.queue import DOMAIN, RESERVATION
+from crawler.frontier.meta import DOMAIN, RESERVATION
+from crawler.robots.cache import CACHED_RESPONSE_FLAG
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.politeness.policy import Change, Outcome
 from crawler.politeness.retry_after import retry_after_seconds
@@ -57,10 +58,14 @@ class LimiterMiddleware:
 
     def process_response(self, request: Request, response: Response) -> Response:
         domain = request.meta.pop(DOMAIN, None)
-        request.meta.pop(RESERVATION, None)
+        reservation = request.meta.pop(RESERVATION, None)
         if domain is None:
             return response
         self.limiter.finish(domain)
+        if CACHED_RESPONSE_FLAG in response.flags:
+            if reservation is not None:
+                self.limiter.unreserve(domain, reservation)
+            return response
         if response.status in BLOCKING_STATUSES:
             self.stats.inc_value(f"limiter/blocking_response_count/{response.status}")
             value = response.headers.get("Retry-After")

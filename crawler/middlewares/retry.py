@@ -17,7 +17,7 @@ from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.http import Response
 from scrapy.utils.response import response_status_message
 
-from crawler.frontier.queue import NOT_BEFORE
+from crawler.frontier.meta import NOT_BEFORE
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.politeness.policy import fibonacci
 from crawler.politeness.retry_after import retry_after_seconds

@@ -139,21 +139,17 @@ class StoragePipeline:
     async def flush(self) -> None:
         """Write everything pending, batch by batch, waiting while the database is away."""
         async with self._flush_lock:
-            if self.outbox.domains:
-                self.pending.domains.extend(self.outbox.domains.values())
-                self.outbox.domains.clear()
+            domains, robots, decisions = self.outbox.drain()
+            self.pending.domains.extend(domains)
+            self.pending.robots.extend(robots)
+            self.pending.robots_decisions.extend(decisions)
             while self.pending:
-                batch = Batch(
-                    self.pending.pages[: self.batch_size],
-                    self.pending.sitemap_entries[: self.batch_size],
-                    self.pending.domains[: self.batch_size],
-                )
+                batch = self.pending.head(self.batch_size)
                 await self._until_available(lambda: self._write(batch), "write rows")
-                del self.pending.pages[: len(batch.pages)]
-                del self.pending.sitemap_entries[: len(batch.sitemap_entries)]
-                del self.pending.domains[: len(batch.domains)]
-                self.counters["rows_written"] += len(batch)
-                self.stats.inc_value("storage/rows_written", len(batch))
+                self.pending.remove(batch)
+                items = len(batch.pages) + len(batch.sitemap_entries)
+                self.counters["rows_written"] += items
+                self.stats.inc_value("storage/rows_written", items)
                 self.stats.inc_value("storage/batches")
 
     async def _write(self, batch: Batch) -> None:
@@ -168,7 +164,7 @@ class StoragePipeline:
             await self._write_one_by_one(batch)
 
     async def _write_one_by_one(self, batch: Batch) -> None:
-        for kind in ("pages", "sitemap_entries", "domains"):
+        for kind in Batch.KINDS:
             for row in getattr(batch, kind):
                 single = Batch(**{kind: [row]})
                 try:
@@ -221,9 +217,8 @@ class StoragePipeline:
         self.stats.inc_value(f"pages/status/{item.status}")
 
     def _spill(self, exc: Exception) -> None:
-        self._append_unsaved("pages", self.pending.pages, str(exc))
-        self._append_unsaved("sitemap_entries", self.pending.sitemap_entries, str(exc))
-        self._append_unsaved("domains", self.pending.domains, str(exc))
+        for kind in Batch.KINDS:
+            self._append_unsaved(kind, getattr(self.pending, kind), str(exc))
         logger.error(
             "The database stayed unavailable (%s): %d rows were written to %s instead",
             exc,

@@ -52,6 +52,7 @@ class DomainState:
     """The learned delay before the last probe, while that probe is unconfirmed."""
     next_start: float = 0.0
     previous_next_start: float = 0.0
+    last_start: float | None = None
     inflight: int = 0
     latency: float | None = None
 
@@ -136,6 +137,7 @@ class Policy:
         """Reserve the domain's slot for a request starting now; returns the reservation."""
         state.previous_next_start = state.next_start
         state.next_start = now + self.effective_delay(state)
+        state.last_start = now
         state.inflight += 1
         return state.next_start
 
@@ -147,6 +149,13 @@ class Policy:
 
     def finish(self, state: DomainState) -> None:
         state.inflight = max(0, state.inflight - 1)
+
+    def set_robots_delay(self, state: DomainState, delay: float | None) -> None:
+        """A new robots.txt delay applies from the last start: the fetch of robots.txt itself
+        is spaced from the page that follows it."""
+        state.robots_delay = delay
+        if state.last_start is not None:
+            state.next_start = max(state.next_start, state.last_start + self.effective_delay(state))
 
     # --- outcomes --------------------------------------------------------------------------
     def on_success(self, state: DomainState, now: float, latency: float | None = None) -> Outcome:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 from typing import Any
 
 from crawler.storage.schema import MIGRATIONS, Dialect
@@ -22,9 +23,21 @@ class Batch:
     pages: list[tuple[Any, ...]] = field(default_factory=list)
     sitemap_entries: list[tuple[Any, ...]] = field(default_factory=list)
     domains: list[tuple[Any, ...]] = field(default_factory=list)
+    robots: list[tuple[Any, ...]] = field(default_factory=list)
+    robots_decisions: list[tuple[Any, ...]] = field(default_factory=list)
+
+    KINDS: ClassVar[tuple[str, ...]] = ("pages", "sitemap_entries", "domains", "robots", "robots_decisions")
 
     def __len__(self) -> int:
-        return len(self.pages) + len(self.sitemap_entries) + len(self.domains)
+        return sum(len(getattr(self, kind)) for kind in self.KINDS)
+
+    def head(self, size: int) -> Batch:
+        """The first ``size`` rows of each kind."""
+        return Batch(**{kind: getattr(self, kind)[:size] for kind in self.KINDS})
+
+    def remove(self, written: Batch) -> None:
+        for kind in self.KINDS:
+            del getattr(self, kind)[: len(getattr(written, kind))]
 
 
 @dataclass(slots=True)

@@ -10,16 +10,9 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from crawler.storage.backend import Batch, StorageBackend, StorageUnavailable
-from crawler.storage.schema import (
-    migration_statements,
-    upsert_domains_sql,
-    upsert_pages_sql,
-    upsert_sitemap_entries_sql,
-)
+from crawler.storage.schema import migration_statements, write_statements
 
-_UPSERT_PAGES = upsert_pages_sql("%s")
-_UPSERT_SITEMAP_ENTRIES = upsert_sitemap_entries_sql("%s")
-_UPSERT_DOMAINS = upsert_domains_sql("%s")
+_WRITE = write_statements("%s")
 # Any constant will do: it serialises schema migrations of processes that start together.
 _MIGRATION_LOCK = 72_401_337
 
@@ -72,12 +65,10 @@ class PostgresBackend(StorageBackend):
 
     async def write(self, batch: Batch) -> None:
         async with self._connection() as connection, connection.transaction(), connection.cursor() as cursor:
-            if batch.pages:
-                await cursor.executemany(_UPSERT_PAGES, batch.pages)
-            if batch.sitemap_entries:
-                await cursor.executemany(_UPSERT_SITEMAP_ENTRIES, batch.sitemap_entries)
-            if batch.domains:
-                await cursor.executemany(_UPSERT_DOMAINS, batch.domains)
+            for kind, sql in _WRITE.items():
+                rows = getattr(batch, kind)
+                if rows:
+                    await cursor.executemany(sql, rows)
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         async with self._connection() as connection:

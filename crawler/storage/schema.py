@@ -215,3 +215,51 @@ def upsert_domains_sql(placeholder: str) -> str:
     values = ", ".join([placeholder] * len(DOMAIN_COLUMNS))
     updates = ", ".join(f"{c} = excluded.{c}" for c in DOMAIN_COLUMNS[1:])
     return f"INSERT INTO domains ({columns}) VALUES ({values}) ON CONFLICT (domain) DO UPDATE SET {updates}"
+
+
+ROBOTS_COLUMNS: tuple[str, ...] = (
+    "domain",
+    "robots_txt",
+    "robots_status",
+    "robots_fetched_at",
+    "robots_expires_at",
+    "crawl_delay_seconds",
+    "is_allowed",
+    "updated_at",
+)
+
+ROBOTS_DECISION_COLUMNS: tuple[str, ...] = (
+    "url",
+    "domain",
+    "user_agent",
+    "allowed",
+    "matched_rule",
+    "crawl_delay_seconds",
+    "reason",
+    "decided_at",
+    "job_id",
+)
+
+
+def upsert_robots_sql(placeholder: str) -> str:
+    columns = ", ".join(ROBOTS_COLUMNS)
+    values = ", ".join([placeholder] * len(ROBOTS_COLUMNS))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in ROBOTS_COLUMNS[1:])
+    return f"INSERT INTO domains ({columns}) VALUES ({values}) ON CONFLICT (domain) DO UPDATE SET {updates}"
+
+
+def insert_robots_decisions_sql(placeholder: str) -> str:
+    columns = ", ".join(ROBOTS_DECISION_COLUMNS)
+    values = ", ".join([placeholder] * len(ROBOTS_DECISION_COLUMNS))
+    return f"INSERT INTO robots_decisions ({columns}) VALUES ({values})"
+
+
+def write_statements(placeholder: str) -> dict[str, str]:
+    """The statement that writes each kind of row of a ``Batch``, in writing order."""
+    return {
+        "pages": upsert_pages_sql(placeholder),
+        "sitemap_entries": upsert_sitemap_entries_sql(placeholder),
+        "domains": upsert_domains_sql(placeholder),
+        "robots": upsert_robots_sql(placeholder),
+        "robots_decisions": insert_robots_decisions_sql(placeholder),
+    }

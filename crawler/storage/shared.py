@@ -18,11 +18,19 @@ from crawler.storage.backend import StorageBackend
 @dataclass(slots=True)
 class Outbox:
     domains: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    """Latest row per domain: (domain, adaptive_delay_seconds, adaptive_delay_floor_seconds,
-    crawl_delay_seconds, updated_at)."""
+    """Latest learned pacing per domain, in ``DOMAIN_COLUMNS`` order."""
+    robots: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    """Latest robots.txt fetch per domain, in ``ROBOTS_COLUMNS`` order."""
+    robots_decisions: list[tuple[Any, ...]] = field(default_factory=list)
+    """In ``ROBOTS_DECISION_COLUMNS`` order."""
 
     def __len__(self) -> int:
-        return len(self.domains)
+        return len(self.domains) + len(self.robots) + len(self.robots_decisions)
+
+    def drain(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        drained = list(self.domains.values()), list(self.robots.values()), self.robots_decisions
+        self.domains, self.robots, self.robots_decisions = {}, {}, []
+        return drained
 
 
 @dataclass(slots=True)

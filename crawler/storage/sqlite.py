@@ -11,18 +11,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from crawler.storage.backend import Batch, StorageBackend, StorageUnavailable
-from crawler.storage.schema import (
-    migration_statements,
-    upsert_domains_sql,
-    upsert_pages_sql,
-    upsert_sitemap_entries_sql,
-)
+from crawler.storage.schema import migration_statements, write_statements
 
 T = TypeVar("T")
 
-_UPSERT_PAGES = upsert_pages_sql("?")
-_UPSERT_SITEMAP_ENTRIES = upsert_sitemap_entries_sql("?")
-_UPSERT_DOMAINS = upsert_domains_sql("?")
+_WRITE = write_statements("?")
 
 
 def _sqlite_value(value: Any) -> Any:
@@ -97,12 +90,10 @@ class SqliteBackend(StorageBackend):
         def write(connection: sqlite3.Connection) -> None:
             with connection:  # one transaction
                 connection.execute("BEGIN")
-                if batch.pages:
-                    connection.executemany(_UPSERT_PAGES, map(_sqlite_row, batch.pages))
-                if batch.sitemap_entries:
-                    connection.executemany(_UPSERT_SITEMAP_ENTRIES, map(_sqlite_row, batch.sitemap_entries))
-                if batch.domains:
-                    connection.executemany(_UPSERT_DOMAINS, map(_sqlite_row, batch.domains))
+                for kind, sql in _WRITE.items():
+                    rows = getattr(batch, kind)
+                    if rows:
+                        connection.executemany(sql, map(_sqlite_row, rows))
 
         await self._run(write)
 

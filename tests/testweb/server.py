@@ -17,6 +17,7 @@ from twisted.internet import reactor
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 
+from tests.testweb.pages import NOT_FOUND, Reply
 from tests.testweb.sites import SITES
 from tests.testweb.sites import Site as GeneratedSite
 
@@ -30,6 +31,7 @@ class Router(Resource):
         super().__init__()
         self.sites = sites
         self.log: list[dict[str, Any]] = []
+        self.accepted: dict[int, float] = {}  # site -> start of the last request it accepted
 
     def render(self, request: Request) -> bytes | int:
         path = request.uri.decode("latin-1")
@@ -39,22 +41,40 @@ class Router(Resource):
         host = f"{address.host}:{address.port}"
         entry = {"host": host, "path": path, "method": request.method.decode(), "start": time.time()}
         site = self.sites.get(address.host)
-        reply = site.reply(path, f"http://{host}") if site else None
-        status = reply.status if reply else 404
-        entry["status"] = status
-        request.setResponseCode(status)
-        for name, value in (reply.headers.items() if reply else ()):
-            request.setHeader(name, value)
+        reply = self._over_rate(site, entry["start"]) if site else None
+        if reply is None:
+            reply = site.reply(path, f"http://{host}") if site else NOT_FOUND
 
         def finished(_: object) -> None:
             entry["end"] = time.time()
             self.log.append(entry)
 
+        def respond() -> None:
+            entry["status"] = reply.status
+            request.setResponseCode(reply.status)
+            for name, value in reply.headers.items():
+                request.setHeader(name, value)
+            if request.method != b"HEAD":
+                request.write(reply.body)
+            request.finish()
+
         request.notifyFinish().addBoth(finished)
-        if request.method != b"HEAD" and reply is not None:
-            request.write(reply.body)
-        request.finish()
+        if site is not None and site.latency:
+            reactor.callLater(site.latency, respond)
+        else:
+            respond()
         return NOT_DONE_YET
+
+    def _over_rate(self, site: GeneratedSite, now: float) -> Reply | None:
+        """A 429 when requests come faster than the site's hidden rate limit."""
+        if site.rate is None:
+            return None
+        last = self.accepted.get(id(site))
+        if last is not None and now - last < 1 / site.rate:
+            retry_after = site.options.get("retry_after")
+            return Reply(429, b"slow down", {"Retry-After": retry_after} if retry_after else {})
+        self.accepted[id(site)] = now
+        return None
 
     def _control(self, path: str, request: Request) -> bytes:
         request.setHeader("Content-Type", "application/json")

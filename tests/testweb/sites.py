@@ -25,6 +25,10 @@ ALLOW_ALL = "User-agent: *\nDisallow:\n"
 class Site:
     name = ""
     robots: str | None = ALLOW_ALL
+    rate: float | None = None
+    """Requests per second the server accepts before answering 429 (None: no limit)."""
+    latency: float = 0.0
+    """Seconds the server takes to answer."""
 
     def __init__(self, options: dict[str, str] | None = None):
         self.options = options or {}
@@ -298,7 +302,48 @@ def _heavy_page(n: int, pages: int, links: int) -> Reply:
     return Reply(200, body.encode(), {"Content-Type": "text/html; charset=utf-8"})
 
 
+class PacedSite(Site):
+    """A site that wants pacing: ``crawl_delay`` in robots.txt, a hidden ``rate`` limit (requests
+    per second, enforced by the server with 429 and ``retry_after`` if given), ``latency_ms`` per
+    response and a share of random 5xx answers (``error_rate``). Pages ``/p/N`` link forward."""
+
+    name = "paced"
+
+    @property
+    def robots(self) -> str:  # type: ignore[override]
+        delay = self.options.get("crawl_delay")
+        return "User-agent: *\nDisallow: /private\n" + (f"Crawl-delay: {delay}\n" if delay else "")
+
+    def reply(self, path: str, base: str) -> Reply:
+        status = int(self.options.get("robots_status", "200"))
+        if path == "/robots.txt" and status != 200:
+            return Reply(status, b"no robots here", {"Content-Type": "text/plain"})
+        return super().reply(path, base)
+
+    @property
+    def rate(self) -> float | None:
+        return float(self.options["rate"]) if "rate" in self.options else None
+
+    @property
+    def latency(self) -> float:
+        return float(self.options.get("latency_ms", "0")) / 1000
+
+    def page(self, path: str, base: str) -> Reply:
+        pages = int(self.options.get("pages", "1000"))
+        if path == "/":
+            n = 0
+        elif path.startswith("/p/") and path[3:].isdigit() and int(path[3:]) < pages:
+            n = int(path[3:])
+        else:
+            return NOT_FOUND
+        error_rate = float(self.options.get("error_rate", "0"))
+        if error_rate and random.random() < error_rate:
+            return Reply(503, b"try again", {"Content-Type": "text/plain"})
+        links = [f"/p/{(n * 5 + k) % pages}" for k in range(1, 6)]
+        return html(f"Paced {n}", [*links, "/private/page"] if n == 0 else links)
+
+
 SITES: dict[str, type[Site]] = {
     cls.name: cls
-    for cls in (LinksSite, SitemapSite, FallbackSitemapSite, IndexFallbackSite, NoSitemapSite, HostileSitemapSite, HeavySite)
+    for cls in (LinksSite, SitemapSite, FallbackSitemapSite, IndexFallbackSite, NoSitemapSite, HostileSitemapSite, HeavySite, PacedSite)
 }

@@ -1,0 +1,18 @@
+"""Request meta keys shared by the frontier and the middlewares, and the domain of a request."""
+
+from __future__ import annotations
+
+from scrapy import Request
+from scrapy.utils.httpobj import urlparse_cached
+
+NOT_BEFORE = "not_before"
+"""Unix time before which the frontier does not hand the request out (retries with backoff)."""
+DOMAIN = "limiter_domain"
+"""Set on a request handed out: the domain whose slot it holds until it finishes."""
+RESERVATION = "limiter_reservation"
+"""The slot reserved for the request, given back if it is dropped before it is sent."""
+
+
+def domain_key(request: Request) -> str:
+    """The unit of politeness: host and port, as robots.txt is scoped."""
+    return urlparse_cached(request).netloc.rpartition("@")[2].lower()

@@ -1,0 +1,157 @@
+"""Obey robots.txt (RFC 9309), replacing Scrapy's ``RobotsTxtMiddleware``.
+
+What the stock middleware does not: ``Crawl-delay`` goes to the domain limiter; the fetch is
+paced like any request of the domain (the frontier starts it on a reserved slot and hands out
+the domain's pages only once the rules are known, so no page waits in the downloader for it);
+4xx means allow all, 5xx or no answer means disallow all for now and fetch again after
+``CRAWLER_ROBOTS_RETRY_SECONDS`` (``CRAWLER_ROBOTS_FAIL_OPEN`` allows instead); at most 5
+redirects; rules cached for ``CRAWLER_ROBOTS_TTL`` (at most 24 h); every decision is recorded
+with the rule that made it. A spider's own request for a robots.txt already fetched is served
+from the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from typing import Self
+from weakref import WeakKeyDictionary
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import Response
+from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.python import global_object_name
+
+from crawler.frontier.meta import DOMAIN, RESERVATION, domain_key
+from crawler.politeness.limiter import DomainLimiter, limiter_for
+from crawler.robots.cache import CACHED_RESPONSE_FLAG, RobotsCache, RobotsEntry
+from crawler.robots.rules import RobotsRules
+from crawler.robots.status import rules_for_status, unreachable
+from crawler.storage.shared import shared_storage
+
+logger = logging.getLogger(__name__)
+
+MAX_TTL = 24 * 3600.0
+
+
+class RobotsMiddleware:
+    def __init__(self, crawler: Crawler, limiter: DomainLimiter):
+        settings = crawler.settings
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.limiter = limiter
+        self.user_agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
+        self.fail_open = settings.getbool("CRAWLER_ROBOTS_FAIL_OPEN")
+        self.cache = RobotsCache(
+            ttl=min(settings.getfloat("CRAWLER_ROBOTS_TTL"), MAX_TTL),
+            retry_after=settings.getfloat("CRAWLER_ROBOTS_RETRY_SECONDS"),
+        )
+        self._fetching: dict[str, asyncio.Future[RobotsEntry]] = {}
+        _registry[crawler] = self
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
+            raise NotConfigured
+        return cls(crawler, limiter_for(crawler))
+
+    # --- for the frontier ------------------------------------------------------------------------
+    def ready(self, domain: str) -> bool:
+        return self.cache.get(domain, self.limiter.clock()) is not None
+
+    def fetching(self, domain: str) -> bool:
+        return domain in self._fetching
+
+    def fetch(self, domain: str, scheme: str, reservation: float | None = None) -> asyncio.Future[RobotsEntry]:
+        """Fetch the domain's robots.txt (once at a time), on a slot the caller reserved."""
+        future = self._fetching.get(domain)
+        if future is None:
+            meta = {"dont_obey_robotstxt": True, "dont_retry": True, "redirect_ttl": 5, "handle_httpstatus_all": True}
+            if reservation is not None:
+                meta.update({DOMAIN: domain, RESERVATION: reservation})
+            request = Request(f"{scheme}://{domain}/robots.txt", meta=meta, priority=1000, dont_filter=True)
+            future = self._fetching[domain] = asyncio.ensure_future(self._fetch(domain, request))
+        return future
+
+    async def _fetch(self, domain: str, request: Request) -> RobotsEntry:
+        self.stats.inc_value("robotstxt/request_count")
+        try:
+            response = await self.crawler.engine.download_async(request)
+        except Exception as exc:  # any failure to get an answer is "unreachable"
+            self.stats.inc_value(f"robotstxt/exception_count/{global_object_name(type(exc))}")
+            entry = self._store(domain, unreachable(self.user_agent, f"robots.txt {type(exc).__name__}", fail_open=self.fail_open), None, b"")
+        else:
+            self.stats.inc_value(f"robotstxt/response_status_count/{response.status}")
+            rules = rules_for_status(response.status, self.user_agent, fail_open=self.fail_open)
+            if rules is None:
+                rules = RobotsRules.parse(response.body, self.user_agent)
+            entry = self._store(domain, rules, response.status, response.body)
+        finally:
+            self._fetching.pop(domain, None)
+            engine = self.crawler.engine
+            if engine is not None and engine._slot is not None:
+                engine._slot.nextcall.schedule()  # the domain's pages may be handed out now
+        return entry
+
+    def _store(self, domain: str, rules: RobotsRules, status: int | None, body: bytes) -> RobotsEntry:
+        entry = self.cache.put(domain, rules, status, body, self.limiter.clock())
+        previous = self.limiter.state(domain).robots_delay
+        self.limiter.set_robots_delay(domain, rules.crawl_delay)
+        if rules.crawl_delay is not None and rules.crawl_delay != previous:
+            logger.info("Pacing of %s: robots.txt Crawl-delay %.3f s", domain, rules.crawl_delay)
+        storage = shared_storage(self.crawler)
+        if storage is not None:
+            storage.outbox.robots[domain] = (
+                domain,
+                body[:512 * 1024].decode("utf-8", errors="replace") if status and status < 300 else None,
+                status,
+                datetime.fromtimestamp(entry.fetched_at, UTC),
+                datetime.fromtimestamp(entry.expires_at, UTC),
+                rules.crawl_delay,
+                rules.allow_all or rules.parser is not None,
+                datetime.now(UTC),
+            )
+        return entry
+
+    # --- downloader middleware -------------------------------------------------------------------
+    async def process_request(self, request: Request) -> Response | None:
+        domain = domain_key(request)
+        now = self.limiter.clock()
+        if urlparse_cached(request).path == "/robots.txt":
+            entry = self.cache.get(domain, now)
+            if entry is not None and entry.status is not None:
+                return Response(request.url, status=entry.status, body=entry.body, flags=[CACHED_RESPONSE_FLAG], request=request)
+        if request.meta.get("dont_obey_robotstxt"):
+            return None
+        entry = self.cache.get(domain, now)
+        if entry is None:  # a request that did not come through the frontier waits for the rules
+            entry = await self.fetch(domain, urlparse_cached(request).scheme)
+        decision = entry.rules.decide(request.url)
+        self._record(request, domain, entry, decision.allowed, decision.rule)
+        if not decision.allowed:
+            self.stats.inc_value("robotstxt/forbidden")
+            logger.debug("Forbidden by robots.txt (%s): %s", decision.rule, request)
+            raise IgnoreRequest(f"Forbidden by robots.txt: {decision.rule}")
+        return None
+
+    def _record(self, request: Request, domain: str, entry: RobotsEntry, allowed: bool, rule: str | None) -> None:
+        self.stats.inc_value("robotstxt/allowed" if allowed else "robotstxt/decisions_forbidden")
+        storage = shared_storage(self.crawler)
+        if storage is None:
+            return
+        spider = self.crawler.spider
+        storage.outbox.robots_decisions.append((
+            request.url, domain, self.user_agent, allowed, rule, entry.rules.crawl_delay,
+            entry.rules.reason or None, datetime.now(UTC), getattr(spider, "job_id", None),
+        ))  # fmt: skip
+
+
+_registry: WeakKeyDictionary[Crawler, RobotsMiddleware] = WeakKeyDictionary()
+
+
+def robots_for(crawler: Crawler) -> RobotsMiddleware | None:
+    """The crawl's robots middleware, or None when robots.txt is not obeyed."""
+    return _registry.get(crawler)

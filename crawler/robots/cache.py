@@ -1,0 +1,38 @@
+"""robots.txt per domain, with the time it stays valid; no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crawler.robots.rules import RobotsRules
+
+CACHED_RESPONSE_FLAG = "robots-cache"
+"""Flag of a robots.txt response served from the cache: it used no network."""
+
+
+@dataclass(slots=True)
+class RobotsEntry:
+    rules: RobotsRules
+    status: int | None
+    """HTTP status of the fetch, None when it failed before any answer."""
+    body: bytes
+    fetched_at: float
+    expires_at: float
+
+
+class RobotsCache:
+    def __init__(self, ttl: float, retry_after: float):
+        self.ttl = ttl
+        self.retry_after = retry_after
+        self.entries: dict[str, RobotsEntry] = {}
+
+    def get(self, domain: str, now: float) -> RobotsEntry | None:
+        entry = self.entries.get(domain)
+        return entry if entry is not None and entry.expires_at > now else None
+
+    def put(self, domain: str, rules: RobotsRules, status: int | None, body: bytes, now: float) -> RobotsEntry:
+        # A file that could not be read is tried again soon; a real answer is kept for the TTL.
+        temporary = status is None or status >= 500 or 300 <= status < 400
+        lifetime = self.retry_after if temporary else self.ttl
+        entry = self.entries[domain] = RobotsEntry(rules, status, body, now, now + lifetime)
+        return entry

@@ -1,0 +1,89 @@
+"""Politeness on the local test web, asserted from the server's own request log."""
+
+from __future__ import annotations
+
+from tests.helpers import Database, crawl
+from tests.testweb import TestWeb
+
+TOLERANCE = 0.010
+
+
+def _starts(web: TestWeb, label: str) -> list[float]:
+    return sorted(entry.start for entry in web.log(label))
+
+
+def test_crawl_delay_spaces_every_request_including_robots_txt(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("delayed"))
+    starts = _starts(web, "delayed")
+    assert len(starts) == 14  # robots.txt, / and 12 pages
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert min(gaps) >= 0.3 - TOLERANCE, gaps
+    assert [e.path for e in web.log("delayed")].count("/robots.txt") == 1
+
+
+def test_a_slow_domain_does_not_slow_another(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=f"{web.url('delayed')},{web.url('fast')}")
+    fast, delayed = _starts(web, "fast"), _starts(web, "delayed")
+    assert len(fast) == 42 and len(delayed) == 14
+    assert fast[-1] - fast[0] < 1.5  # 40 pages while the delayed host has done a handful
+    assert delayed[-1] - delayed[0] >= 12 * 0.3 - TOLERANCE
+
+
+def test_429_blocks_the_domain_for_retry_after_and_nothing_is_lost(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("limited"), settings={"CRAWLER_MIN_DELAY": "0"})
+    log = sorted(web.log("limited"), key=lambda e: e.start)
+    refused = [e for e in log if e.status == 429]
+    assert refused, "the hidden rate limit was never hit"
+    for entry in refused:
+        later = [e.start for e in log if e.start > entry.start]
+        if later:
+            assert min(later) >= entry.end + 1.0 - TOLERANCE  # Retry-After: 1
+    pages = database.pages()
+    assert len(pages) == 1 + 40 + 1  # /, every page and the private one
+    assert all(row["status"] in ("fetched", "blocked_by_robots") for row in pages.values())
+    (delay, floor), = database.query("SELECT adaptive_delay_seconds, adaptive_delay_floor_seconds FROM domains WHERE domain = ?", (web.url("limited").split("//")[1].rstrip("/"),))  # fmt: skip
+    assert delay > 0
+
+
+def test_learned_delay_is_loaded_by_the_next_run(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("limited"))
+    first = sum(1 for e in web.log("limited") if e.status == 429)
+    web.clear()
+    result = crawl("links", database, url=web.url("limited"), job_id="second")
+    second = sum(1 for e in web.log("limited") if e.status == 429)
+    assert "Loaded learned delays of 1 domains" in result.stderr
+    assert second <= max(1, first // 4), (first, second)
+
+
+def test_robots_decisions_are_recorded_with_the_matched_rule(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("fast"))
+    rows = database.pages()
+    blocked = rows[web.url("fast", "/private/page")]
+    assert blocked["status"] == "blocked_by_robots" and blocked["error"] == "Forbidden by robots.txt: Disallow: /private"
+    decisions = database.query("SELECT url, allowed, matched_rule FROM robots_decisions")
+    by_url = {url: (bool(allowed), rule) for url, allowed, rule in decisions}
+    assert by_url[web.url("fast", "/private/page")] == (False, "Disallow: /private")
+    assert by_url[web.url("fast", "/p/1")] == (True, "no rule matched")
+    assert len(decisions) == len(rows)
+    (status, text), = database.query("SELECT robots_status, robots_txt FROM domains")
+    assert status == 200 and "Disallow: /private" in text
+
+
+def test_robots_txt_server_error_disallows_everything_for_now(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("robots-503"))
+    (row,) = database.pages().values()
+    assert row["status"] == "blocked_by_robots" and "HTTP 503" in row["error"]
+    assert [e.path for e in web.log("robots-503")] == ["/robots.txt"]
+
+
+def test_robots_txt_not_found_allows_everything(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("robots-404"))
+    rows = database.pages()
+    assert len(rows) == 7 and rows[web.url("robots-404", "/private/page")]["status"] == "error"  # 404 page
