@@ -1,6 +1,7 @@
 """The baseline: a stock Scrapy ``CrawlSpider`` following every link with ``LinkExtractor``.
 
 Run outside the project (``scrapy runspider``) so that none of the project's settings apply.
+``-a url=`` takes one seed or a comma-separated list; each seed's host is allowed.
 """
 
 from urllib.parse import urlsplit
@@ -15,8 +16,8 @@ class StockCrawlSpider(CrawlSpider):
 
     def __init__(self, url: str, **kwargs):
         super().__init__(**kwargs)
-        self.start_urls = [url]
-        self.allowed_domains = [urlsplit(url).hostname]
+        self.start_urls = url.split(",")
+        self.allowed_domains = sorted({urlsplit(seed).hostname for seed in self.start_urls})
 
     def parse_start_url(self, response):
         return self.parse_page(response)

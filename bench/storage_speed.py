@@ -52,6 +52,7 @@ async def _run(database_url: str, items: list[PageItem], tmp: str) -> float:
     for item in items:
         await pipeline.process_item(item)
     await pipeline.close_spider()
+    await pipeline.spider_closed(pipeline.spider, "finished")
     return time.perf_counter() - started
 
 

@@ -29,6 +29,7 @@ REDIRECT_MAX_TIMES = 5
 RETRY_TIMES = 5
 RETRY_HTTP_CODES = [429, 500, 502, 503, 504, 522, 524]
 
+SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
 SCHEDULER_PRIORITY_QUEUE = "crawler.frontier.queue.PolitePriorityQueue"
 ROBOTSTXT_USER_AGENT = "crawler"
 DOWNLOADER_MIDDLEWARES = {
@@ -38,6 +39,8 @@ DOWNLOADER_MIDDLEWARES = {
     # Replaces Scrapy's RetryMiddleware at its place: backoff through the frontier.
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "crawler.middlewares.retry.BackoffRetryMiddleware": 550,
+    # Under redirects (600): only final answers are judged.
+    "crawler.middlewares.filters.ContentTypeFilterMiddleware": 585,
     # Above redirects (600) and retries (550): sees every response as it arrives.
     "crawler.middlewares.limiter.LimiterMiddleware": 800,
 }
@@ -51,7 +54,12 @@ CRAWLER_CONCURRENCY_STEP = 5.0
 CRAWLER_PROBE_AFTER = 20
 CRAWLER_BLOCK_CAP = 600.0
 CRAWLER_LATENCY_FACTOR = 1.0
+CRAWLER_CIRCUIT_FAILURES = 5
+CRAWLER_CIRCUIT_OPEN_SECONDS = 60.0
+CRAWLER_CIRCUIT_CLOSE_SUCCESSES = 2
 CRAWLER_RETRY_BACKOFF_CAP = 600.0
+CRAWLER_ACCEPT_CONTENT_TYPES = ["text/*", "application/xhtml+xml", "application/xml", "application/*+xml", "application/json"]
+CRAWLER_REJECT_CONTENT_TYPES: list[str] = []
 CRAWLER_ROBOTS_TTL = 3600.0
 CRAWLER_ROBOTS_RETRY_SECONDS = 60.0
 CRAWLER_ROBOTS_FAIL_OPEN = False
@@ -64,6 +72,11 @@ SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
 SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 
 CRAWLER_MAX_PAGES = 0
+CRAWLER_JOB_FAILURE_THRESHOLD = 20
+CRAWLER_CANCEL_429_STREAK = 0
+EXTENSIONS = {
+    "crawler.extensions.job_health.JobHealth": 500,
+}
 CRAWLER_MAX_LINKS_PER_PAGE = 1000
 CRAWLER_RESPECT_NOFOLLOW = True
 CRAWLER_FOLLOW_CANONICAL = True

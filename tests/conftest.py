@@ -30,6 +30,7 @@ WEB_SITES = {
     "limited": "paced:rate=8,retry_after=1,pages=40",
     "robots-503": "paced:robots_status=503,pages=5",
     "robots-404": "paced:robots_status=404,pages=5",
+    "broken": "paced:error_rate=1,error_status=500,pages=30",
 }
 
 

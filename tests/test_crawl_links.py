@@ -119,7 +119,9 @@ def test_every_outcome_is_a_row_with_its_reason(web: TestWeb, database: Database
     redirect = rows["/redirect"]
     assert redirect["status"] == "fetched" and redirect["redirect_count"] == 1
     assert redirect["final_url"] == web.url("links", "/redirect-target")
-    assert rows["/image.png"]["status"] == "fetched" and rows["/image.png"]["text"] is None
+    image = rows["/image.png"]  # not an accepted content type: a row without its body
+    assert image["status"] == "filtered" and image["error"] == "content type image/png not accepted"
+    assert image["body"] is None and image["http_status"] == 200
 
 
 def test_bad_input_pages_are_rows_and_the_crawl_goes_on(web: TestWeb, database: Database) -> None:

@@ -105,3 +105,4 @@ def test_empty_and_fragmentary_documents() -> None:
 def test_any_text_extracts_without_error(html: str) -> None:
     page = extract_page(html, "http://s.example/", normalize_url)
     assert all(link.startswith("http") for link in page.links)
+

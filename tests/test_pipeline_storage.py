@@ -50,6 +50,7 @@ def test_rows_are_batched_by_size(database: Database, tmp_path: Path) -> None:
         for n in range(30):
             await pipeline.process_item(_entry(n))
         await pipeline.close_spider()
+        await pipeline.spider_closed(pipeline.spider, "finished")
         return seen
 
     batches_seen = asyncio.run(scenario())
@@ -72,6 +73,7 @@ def test_rows_are_flushed_after_the_batch_interval(database: Database, tmp_path:
         await asyncio.sleep(1.0)
         written = pipeline.stats.get_value("storage/rows_written", 0)
         await pipeline.close_spider()
+        await pipeline.spider_closed(pipeline.spider, "finished")
         return written
 
     assert asyncio.run(scenario()) == 5
@@ -86,6 +88,7 @@ def test_a_row_the_database_refuses_does_not_block_the_batch(database: Database,
             await pipeline.process_item(_page(n))
         await pipeline.process_item(_page(99, status=None))  # violates NOT NULL
         await pipeline.close_spider()
+        await pipeline.spider_closed(pipeline.spider, "finished")
 
     asyncio.run(scenario())
     assert database.query("SELECT COUNT(*) FROM pages") == [(10,)]

@@ -287,3 +287,46 @@ def test_a_robots_delay_learned_after_a_start_spaces_the_next_one() -> None:
     fresh = DomainState()
     policy.set_robots_delay(fresh, 5)
     assert policy.can_start(fresh, 0.0)
+
+
+# --- circuit breaker -----------------------------------------------------------------------------
+
+def test_five_failures_open_the_circuit_for_a_minute_then_one_probe_at_a_time() -> None:
+    policy = _policy(default_delay=0.0, base_concurrency=4, circuit_failures=5, circuit_open_seconds=60)
+    state = DomainState()
+    for n in range(4):
+        assert not policy.on_failure(state, 100.0)
+    assert policy.can_start(state, 100.0)
+    assert policy.on_failure(state, 100.0)
+    assert not policy.can_start(state, 159.9)
+    assert policy.ready_at(state) == 160.0
+    assert policy.can_start(state, 160.0)
+    policy.start(state, 160.0)
+    assert not policy.can_start(state, 161.0)  # half-open: one probe in flight at most
+    policy.finish(state)
+    policy.on_success(state, 161.0)
+    assert state.circuit_open_until is not None  # one success is not enough
+    policy.start(state, 161.0)
+    policy.finish(state)
+    policy.on_success(state, 162.0)
+    assert state.circuit_open_until is None
+    policy.start(state, 162.0)
+    assert policy.can_start(state, 162.0)  # closed: concurrency is back
+
+
+def test_a_failed_probe_opens_the_circuit_again() -> None:
+    policy = _policy(circuit_failures=5, circuit_open_seconds=60)
+    state = DomainState()
+    for _ in range(5):
+        policy.on_failure(state, 0.0)
+    assert policy.on_failure(state, 60.0)  # the probe failed
+    assert not policy.can_start(state, 119.0) and policy.can_start(state, 120.0)
+
+
+def test_a_success_resets_the_failure_streak() -> None:
+    policy = _policy(circuit_failures=3)
+    state = DomainState()
+    policy.on_failure(state, 0)
+    policy.on_failure(state, 0)
+    policy.on_success(state, 0)
+    assert not policy.on_failure(state, 0) and state.circuit_open_until is None

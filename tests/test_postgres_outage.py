@@ -44,6 +44,18 @@ def _start_crawl(web: TestWeb, url: str, tmp_path: Path, **settings: str) -> sub
     return subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
 
 
+def _finish(crawl: subprocess.Popen[str], timeout: float = 300) -> str:
+    """Wait for the crawl; a crawl that hangs is stopped (by its PID) and fails the test."""
+    try:
+        _, stderr = crawl.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        crawl.kill()
+        _, stderr = crawl.communicate()
+        raise AssertionError(f"the crawl did not finish in {timeout} s:\n{stderr[-3000:]}") from None
+    assert crawl.returncode == 0, stderr[-3000:]
+    return stderr
+
+
 def _rows(url: str) -> int:
     with psycopg.connect(url) as connection:
         return connection.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
@@ -72,8 +84,7 @@ def test_ten_seconds_without_postgres_loses_no_row(web: TestWeb, postgres: Throw
     postgres.stop()
     time.sleep(10)
     postgres.start()
-    _, stderr = crawl.communicate(timeout=300)
-    assert crawl.returncode == 0, stderr[-3000:]
+    stderr = _finish(crawl)
     assert "Could not write rows" in stderr and "Database available again" in stderr
     stored = {url for (url,) in Database(postgres.url).query("SELECT url FROM pages")}
     requested = _requested_pages(web)
@@ -90,8 +101,7 @@ def test_postgres_gone_for_good_spills_rows_to_a_file(web: TestWeb, postgres: Th
     )  # fmt: skip
     _wait_for_rows(postgres.url, 10)
     postgres.stop()
-    _, stderr = crawl.communicate(timeout=300)
-    assert crawl.returncode == 0, stderr[-3000:]
+    stderr = _finish(crawl)
     assert "rows were written to" in stderr
     postgres.start()
     stored = {url for (url,) in Database(postgres.url).query("SELECT url FROM pages")}

@@ -155,6 +155,17 @@ class PolitePriorityQueue:
         if engine is not None and engine._slot is not None:  # the engine's own scheduling call
             engine._slot.nextcall.schedule()
 
+    def drain(self) -> list[Request]:
+        """Every request still queued, ready or not, leaving the queue empty."""
+        drained = [entry[2] for entry in self.waiting]
+        self.waiting.clear()
+        for queue in list(self.queues.values()):
+            while (request := queue.pop()) is not None:
+                drained.append(request)
+            queue.close()
+        self.queues.clear()
+        return drained
+
     def peek(self) -> Request | None:
         for queue in self.queues.values():
             return queue.peek()

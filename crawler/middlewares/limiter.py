@@ -1,5 +1,6 @@
 """Record each outcome with the domain limiter: success (and latency), 429 and the other
-blocking answers (403, 503), and release the slot the frontier reserved.
+blocking answers (403, 503), failures for the circuit breaker (5xx, connection errors,
+timeouts), and release the slot the frontier reserved.
 
 Enabled at 800 in ``DOWNLOADER_MIDDLEWARES``: above the redirect (600) and retry (550)
 middlewares, so it sees every response as it comes off the wire, before they turn it into a
@@ -66,6 +67,8 @@ class LimiterMiddleware:
             if reservation is not None:
                 self.limiter.unreserve(domain, reservation)
             return response
+        if response.status >= 500:
+            self._failed(domain, f"HTTP {response.status}")
         if response.status in BLOCKING_STATUSES:
             self.stats.inc_value(f"limiter/blocking_response_count/{response.status}")
             value = response.headers.get("Retry-After")
@@ -83,9 +86,23 @@ class LimiterMiddleware:
         if domain is None:
             return
         self.limiter.finish(domain)
-        if isinstance(exception, IgnoreRequest) and reservation is not None:
+        if isinstance(exception, IgnoreRequest):
             # Dropped before reaching the network (robots.txt, a filter): the slot was not used.
-            self.limiter.unreserve(domain, reservation)
+            if reservation is not None:
+                self.limiter.unreserve(domain, reservation)
+        else:
+            self._failed(domain, type(exception).__name__)
+
+    def _failed(self, domain: str, cause: str) -> None:
+        if self.limiter.failure(domain):
+            self.stats.inc_value("limiter/circuit_open_count")
+            logger.info(
+                "Circuit of %s open after %s (%d consecutive failures): one probe after %.0f s",
+                domain,
+                cause,
+                self.limiter.state(domain).failure_streak,
+                self.limiter.policy.config.circuit_open_seconds,
+            )
 
     def _changed(self, domain: str, outcome: Outcome, cause: str) -> None:
         stats = self.stats

@@ -18,6 +18,7 @@ from twisted.python.failure import Failure
 from crawler.extraction import PageData, extract_page, parse_robots_directives
 from crawler.identity import surt_key, url_hash
 from crawler.items import PageItem
+from crawler.middlewares.filters import ResponseFiltered
 from crawler.outcomes.headers import header, header_values, http_date, media_type
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -89,6 +90,11 @@ class OutcomeRecorder:
         if isinstance(error, HttpError):
             self._describe_response(item, error.response)
             item.error = f"HTTP {error.response.status}"
+        elif isinstance(error, ResponseFiltered):
+            item.status = "filtered"
+            item.error = str(error)
+            if error.response is not None:
+                self._describe_response(item, error.response, request)
         elif isinstance(error, IgnoreRequest) and "robots.txt" in str(error):
             item.status = "blocked_by_robots"
             item.error = str(error)
@@ -127,16 +133,18 @@ class OutcomeRecorder:
         )
         return item
 
-    def _describe_response(self, item: PageItem, response: Response) -> None:
+    def _describe_response(self, item: PageItem, response: Response, request: Request | None = None) -> None:
+        # A middleware's exception carries a response not yet tied to its request.
+        meta = (request or response.request).meta
         item.http_status = response.status
         item.content_type = media_type(response)
         item.content_length = len(response.body)
         item.final_url = response.url
-        item.redirect_count = len(response.meta.get("redirect_urls", ()))
+        item.redirect_count = len(meta.get("redirect_urls", ()))
         item.etag = header(response, "ETag")
         item.last_modified = header(response, "Last-Modified")
         item.server_date = http_date(header(response, "Date"))
-        latency: Any = response.meta.get("download_latency")
+        latency: Any = meta.get("download_latency")
         item.crawl_duration_ms = round(latency * 1000) if latency is not None else None
 
 

@@ -55,6 +55,7 @@ class StoragePipeline:
         self._deadline: float | None = None
         self._started = time.monotonic()
         crawler.signals.connect(self.request_dropped, signal=signals.request_dropped)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -106,15 +107,21 @@ class StoragePipeline:
         # The deadline also ends the retries of flushes already under way.
         self._deadline = time.monotonic() + self.shutdown_timeout
         await asyncio.gather(*self._background, return_exceptions=True)
-        spider = self.spider
-        reason = self.crawler.stats.get_value("finish_reason") or "finished"
+        try:
+            await self.flush()
+        except StorageUnavailable as exc:
+            self._spill(exc)
+
+    async def spider_closed(self, spider: Spider, reason: str) -> None:
+        # After the scheduler has closed: its skipped rows are in the outbox, and the reason
+        # the job ended is known.
         try:
             await self.flush()
             await self._until_available(
                 lambda: self.backend.finish_job(
                     spider.job_id,
                     finished_at=datetime.now(UTC),
-                    status="finished" if reason == "finished" else "failed" if "fail" in reason else "stopped",
+                    status=_job_status(reason),
                     reason=reason,
                     counters=self.counters,
                     stats=json.dumps(self.crawler.stats.get_stats(), default=str),
@@ -139,15 +146,12 @@ class StoragePipeline:
     async def flush(self) -> None:
         """Write everything pending, batch by batch, waiting while the database is away."""
         async with self._flush_lock:
-            domains, robots, decisions = self.outbox.drain()
-            self.pending.domains.extend(domains)
-            self.pending.robots.extend(robots)
-            self.pending.robots_decisions.extend(decisions)
+            self.outbox.drain_into(self.pending)
             while self.pending:
                 batch = self.pending.head(self.batch_size)
                 await self._until_available(lambda: self._write(batch), "write rows")
                 self.pending.remove(batch)
-                items = len(batch.pages) + len(batch.sitemap_entries)
+                items = len(batch.pages) + len(batch.new_pages) + len(batch.sitemap_entries)
                 self.counters["rows_written"] += items
                 self.stats.inc_value("storage/rows_written", items)
                 self.stats.inc_value("storage/batches")
@@ -217,6 +221,7 @@ class StoragePipeline:
         self.stats.inc_value(f"pages/status/{item.status}")
 
     def _spill(self, exc: Exception) -> None:
+        self.outbox.drain_into(self.pending)
         for kind in Batch.KINDS:
             self._append_unsaved(kind, getattr(self.pending, kind), str(exc))
         logger.error(
@@ -238,6 +243,12 @@ class StoragePipeline:
 
     def _unsaved_path(self) -> Path:
         return self.unsaved_dir / f"unsaved-rows-{self.spider.job_id}.jsonl"
+
+
+def _job_status(reason: str) -> str:
+    if reason == "finished":
+        return "finished"
+    return "failed" if reason.startswith("failed") else "stopped"
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:

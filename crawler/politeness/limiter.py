@@ -55,6 +55,10 @@ class DomainLimiter:
     def success(self, domain: str, latency: float | None = None) -> Outcome:
         return self.policy.on_success(self.state(domain), self.clock(), latency)
 
+    def failure(self, domain: str) -> bool:
+        """Record a failure; True when it opens the domain's circuit."""
+        return self.policy.on_failure(self.state(domain), self.clock())
+
     def blocked(self, domain: str, retry_after: float | None = None) -> Outcome:
         return self.policy.on_blocked(self.state(domain), self.clock(), retry_after)
 
@@ -77,7 +81,7 @@ def policy_config(crawler: Crawler) -> PolicyConfig:
     settings = crawler.settings
     if not settings.getbool("CRAWLER_LIMITER_ENABLED"):
         # No pacing at all: no delay, no per-domain limit beyond Scrapy's own.
-        return PolicyConfig(default_delay=0, base_concurrency=1_000_000, latency_factor=0)
+        return PolicyConfig(default_delay=0, base_concurrency=1_000_000, latency_factor=0, circuit_failures=1_000_000)
     return PolicyConfig(
         default_delay=settings.getfloat("CRAWLER_DEFAULT_DELAY"),
         min_delay=settings.getfloat("CRAWLER_MIN_DELAY"),
@@ -87,6 +91,9 @@ def policy_config(crawler: Crawler) -> PolicyConfig:
         concurrency_step=settings.getfloat("CRAWLER_CONCURRENCY_STEP"),
         probe_after=settings.getint("CRAWLER_PROBE_AFTER"),
         block_cap=settings.getfloat("CRAWLER_BLOCK_CAP"),
+        circuit_failures=settings.getint("CRAWLER_CIRCUIT_FAILURES"),
+        circuit_open_seconds=settings.getfloat("CRAWLER_CIRCUIT_OPEN_SECONDS"),
+        circuit_close_successes=settings.getint("CRAWLER_CIRCUIT_CLOSE_SUCCESSES"),
         latency_factor=settings.getfloat("CRAWLER_LATENCY_FACTOR"),
     )
 

@@ -34,6 +34,11 @@ class PolicyConfig:
     """Below ``step``, the step is this fraction of the delay, so fast sites are not slowed to
     one request a second."""
     min_step: float = 0.05
+    circuit_failures: int = 5
+    """Consecutive failures (connection errors, timeouts, 5xx) that open a domain's circuit."""
+    circuit_open_seconds: float = 60.0
+    circuit_close_successes: int = 2
+    """Successes of half-open probes that close the circuit again."""
     latency_factor: float = 1.0
     """The delay is at least this many times the recent response time (0 turns it off)."""
     latency_smoothing: float = 0.3
@@ -55,6 +60,10 @@ class DomainState:
     last_start: float | None = None
     inflight: int = 0
     latency: float | None = None
+    failure_streak: int = 0
+    circuit_open_until: float | None = None
+    """Set while the circuit is open or half-open (after this time, one probe at a time)."""
+    probe_successes: int = 0
 
 
 class Change(Enum):
@@ -128,9 +137,12 @@ class Policy:
     # --- scheduling ------------------------------------------------------------------------
     def ready_at(self, state: DomainState) -> float:
         """When the domain may start its next request, concurrency allowing."""
-        return max(state.blocked_until, state.next_start)
+        return max(state.blocked_until, state.next_start, state.circuit_open_until or 0.0)
 
     def can_start(self, state: DomainState, now: float) -> bool:
+        if state.circuit_open_until is not None:
+            # Open: nothing until the time comes; then half-open: one probe at a time.
+            return now >= max(self.ready_at(state), state.circuit_open_until) and state.inflight == 0
         return now >= self.ready_at(state) and state.inflight < self.concurrency(state)
 
     def start(self, state: DomainState, now: float) -> float:
@@ -162,6 +174,11 @@ class Policy:
         before = self._snapshot(state)
         state.blocked_until = 0.0
         state.blocking_streak = 0
+        state.failure_streak = 0
+        if state.circuit_open_until is not None:
+            state.probe_successes += 1
+            if state.probe_successes >= self.config.circuit_close_successes:
+                state.circuit_open_until, state.probe_successes = None, 0
         if latency is not None:
             alpha = self.config.latency_smoothing
             state.latency = latency if state.latency is None else alpha * latency + (1 - alpha) * state.latency
@@ -195,6 +212,16 @@ class Policy:
         block = min(max(wait, 0.0), self.config.block_cap)
         state.blocked_until = max(state.blocked_until, now + block)
         return self._outcome(state, before, change, block)
+
+    def on_failure(self, state: DomainState, now: float) -> bool:
+        """A connection failure, timeout or 5xx; True when it opens the circuit."""
+        state.failure_streak += 1
+        half_open = state.circuit_open_until is not None
+        if half_open or state.failure_streak >= self.config.circuit_failures:
+            state.circuit_open_until = now + self.config.circuit_open_seconds
+            state.probe_successes = 0
+            return True
+        return False
 
     def _snapshot(self, state: DomainState) -> tuple[float, int]:
         return self.effective_delay(state), self.concurrency(state)

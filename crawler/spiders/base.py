@@ -25,6 +25,7 @@ ARGUMENT_SETTINGS = {
     "max_pages": "CRAWLER_MAX_PAGES",
     "max_depth": "DEPTH_LIMIT",
     "scope": "CRAWLER_SCOPE",
+    "max_time": "CLOSESPIDER_TIMEOUT",
 }
 
 

@@ -58,7 +58,7 @@ class SitemapCrawlSpider(BaseCrawlSpider):
                     callback=self.parse_robots,
                     errback=self.robots_failed,
                     priority=1000,
-                    meta={"discovery": discovery, "dont_obey_robotstxt": True},
+                    meta={"discovery": discovery, "dont_obey_robotstxt": True, "dont_filter_content_type": True},
                 )
 
     def parse_robots(self, response: Response) -> Iterator[Request | PageItem]:
@@ -168,6 +168,7 @@ class SitemapCrawlSpider(BaseCrawlSpider):
                     "sitemap_depth": depth,
                     "discovered_via": "sitemap-index" if depth else "sitemap-seed",
                     "download_maxsize": self.sitemap_max_size,
+                    "dont_filter_content_type": True,  # sitemaps come as XML, gzip or text
                 },
             )
 

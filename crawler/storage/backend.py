@@ -21,12 +21,14 @@ class Batch:
     """Rows written together in one transaction."""
 
     pages: list[tuple[Any, ...]] = field(default_factory=list)
+    new_pages: list[tuple[Any, ...]] = field(default_factory=list)
+    """Pages rows written only where the URL has no row yet."""
     sitemap_entries: list[tuple[Any, ...]] = field(default_factory=list)
     domains: list[tuple[Any, ...]] = field(default_factory=list)
     robots: list[tuple[Any, ...]] = field(default_factory=list)
     robots_decisions: list[tuple[Any, ...]] = field(default_factory=list)
 
-    KINDS: ClassVar[tuple[str, ...]] = ("pages", "sitemap_entries", "domains", "robots", "robots_decisions")
+    KINDS: ClassVar[tuple[str, ...]] = ("pages", "new_pages", "sitemap_entries", "domains", "robots", "robots_decisions")
 
     def __len__(self) -> int:
         return sum(len(getattr(self, kind)) for kind in self.KINDS)

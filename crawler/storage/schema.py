@@ -254,10 +254,18 @@ def insert_robots_decisions_sql(placeholder: str) -> str:
     return f"INSERT INTO robots_decisions ({columns}) VALUES ({values})"
 
 
+def insert_new_pages_sql(placeholder: str) -> str:
+    """Pages rows that must not replace what an earlier crawl stored (a URL skipped now)."""
+    columns = ", ".join((*PAGE_COLUMNS, "discovered_at"))
+    values = ", ".join([placeholder] * (len(PAGE_COLUMNS) + 1))
+    return f"INSERT INTO pages ({columns}) VALUES ({values}) ON CONFLICT (url_hash) DO NOTHING"
+
+
 def write_statements(placeholder: str) -> dict[str, str]:
     """The statement that writes each kind of row of a ``Batch``, in writing order."""
     return {
         "pages": upsert_pages_sql(placeholder),
+        "new_pages": insert_new_pages_sql(placeholder),
         "sitemap_entries": upsert_sitemap_entries_sql(placeholder),
         "domains": upsert_domains_sql(placeholder),
         "robots": upsert_robots_sql(placeholder),

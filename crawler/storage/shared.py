@@ -12,7 +12,7 @@ from weakref import WeakKeyDictionary
 
 from scrapy.crawler import Crawler
 
-from crawler.storage.backend import StorageBackend
+from crawler.storage.backend import Batch, StorageBackend
 
 
 @dataclass(slots=True)
@@ -23,14 +23,19 @@ class Outbox:
     """Latest robots.txt fetch per domain, in ``ROBOTS_COLUMNS`` order."""
     robots_decisions: list[tuple[Any, ...]] = field(default_factory=list)
     """In ``ROBOTS_DECISION_COLUMNS`` order."""
+    new_pages: list[tuple[Any, ...]] = field(default_factory=list)
+    """Pages rows that must not replace an earlier row (URLs a job skipped)."""
 
     def __len__(self) -> int:
-        return len(self.domains) + len(self.robots) + len(self.robots_decisions)
+        return len(self.domains) + len(self.robots) + len(self.robots_decisions) + len(self.new_pages)
 
-    def drain(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        drained = list(self.domains.values()), list(self.robots.values()), self.robots_decisions
-        self.domains, self.robots, self.robots_decisions = {}, {}, []
-        return drained
+    def drain_into(self, batch: Batch) -> None:
+        """Move every row into ``batch``."""
+        batch.domains.extend(self.domains.values())
+        batch.robots.extend(self.robots.values())
+        batch.robots_decisions.extend(self.robots_decisions)
+        batch.new_pages.extend(self.new_pages)
+        self.domains, self.robots, self.robots_decisions, self.new_pages = {}, {}, [], []
 
 
 @dataclass(slots=True)

@@ -305,7 +305,8 @@ def _heavy_page(n: int, pages: int, links: int) -> Reply:
 class PacedSite(Site):
     """A site that wants pacing: ``crawl_delay`` in robots.txt, a hidden ``rate`` limit (requests
     per second, enforced by the server with 429 and ``retry_after`` if given), ``latency_ms`` per
-    response and a share of random 5xx answers (``error_rate``). Pages ``/p/N`` link forward."""
+    response and a share of 5xx answers (``error_rate``, ``error_status``; the home page always
+    answers). Pages ``/p/N`` link forward."""
 
     name = "paced"
 
@@ -337,8 +338,8 @@ class PacedSite(Site):
         else:
             return NOT_FOUND
         error_rate = float(self.options.get("error_rate", "0"))
-        if error_rate and random.random() < error_rate:
-            return Reply(503, b"try again", {"Content-Type": "text/plain"})
+        if n and error_rate and random.random() < error_rate:
+            return Reply(int(self.options.get("error_status", "503")), b"try again", {"Content-Type": "text/plain"})
         links = [f"/p/{(n * 5 + k) % pages}" for k in range(1, 6)]
         return html(f"Paced {n}", [*links, "/private/page"] if n == 0 else links)
 

@@ -1,0 +1,145 @@
+"""Politeness on the local test web, from the server's own request log: this crawler against
+stock Scrapy (``ROBOTSTXT_OBEY`` and AutoThrottle on) in the same run.
+
+    .venv/bin/python -m bench.politeness [--short]
+
+1. one host with ``Crawl-delay: 1`` for 60 s: spacing violations and requests/s;
+2. eight hosts with crawl delays from 0.25 s to 2 s, two hosts with a hidden limit of
+   4 requests/s enforced with 429 (one sends ``Retry-After: 2``) and a slow host (1.5 s per
+   answer), for 120 s: total pages/s against the sum of the allowed rates, violations, each
+   host's rate, the 429 share after the first minute, Retry-After waits, and the most requests
+   in flight at once per host;
+3. a second run against the 429 host, starting from the learned delay the first one stored.
+
+``--short`` divides the durations by four, for a quick look.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.testweb import TestWeb
+from tests.testweb.control import LoggedRequest
+
+ROOT = Path(__file__).resolve().parents[1]
+TOLERANCE = 0.010
+DELAYS = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
+HIDDEN_RATE = 4.0
+
+
+@dataclass
+class HostReport:
+    label: str
+    requests: int
+    pages: int
+    rate: float
+    violations: int
+    refused: int
+    refused_late: int
+    late_requests: int
+    retry_after_early: int
+    max_inflight: int
+
+
+def _run_ours(urls: list[str], seconds: float, database: str, **settings: str) -> None:
+    command = [sys.executable, "-m", "scrapy", "crawl", "links", "-a", f"url={','.join(urls)}", "-a", "max_depth=1000",
+               "-s", f"CLOSESPIDER_TIMEOUT={seconds}", "-s", f"DATABASE_URL={database}", "-s", "LOG_LEVEL=WARNING"]  # fmt: skip
+    for name, value in settings.items():
+        command += ["-s", f"{name}={value}"]
+    subprocess.run(command, cwd=ROOT, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def _run_stock(urls: list[str], seconds: float, workdir: str) -> None:
+    command = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={','.join(urls)}",
+               "-s", f"CLOSESPIDER_TIMEOUT={seconds}", "-s", "LOG_LEVEL=WARNING", "-s", "ROBOTSTXT_OBEY=True",
+               "-s", "AUTOTHROTTLE_ENABLED=True", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2", "-s", "DEPTH_LIMIT=0"]  # fmt: skip
+    subprocess.run(command, cwd=workdir, check=True)
+
+
+def _report(label: str, log: list[LoggedRequest], seconds: float, delay: float | None, retry_after: float | None) -> HostReport:
+    log = sorted(log, key=lambda e: e.start)
+    starts = [e.start for e in log]
+    violations = sum(1 for a, b in zip(starts, starts[1:]) if delay and b - a < delay - TOLERANCE)
+    first = starts[0] if starts else 0.0
+    late = [e for e in log if e.start - first >= 60]
+    early_retries = 0
+    if retry_after:
+        for entry in log:
+            if entry.status == 429:
+                following = [e.start for e in log if e.start > entry.start]
+                if following and min(following) < entry.end + retry_after - TOLERANCE:
+                    early_retries += 1
+    events = sorted([(e.start, 1) for e in log] + [(e.end, -1) for e in log], key=lambda x: (x[0], x[1]))
+    inflight = peak = 0
+    for _, step in events:
+        inflight += step
+        peak = max(peak, inflight)
+    pages = sum(1 for e in log if e.status == 200)
+    return HostReport(label, len(log), pages, pages / seconds, violations, sum(1 for e in log if e.status == 429),
+                      sum(1 for e in late if e.status == 429), len(late), early_retries, peak)  # fmt: skip
+
+
+def _print(title: str, reports: list[HostReport]) -> None:
+    print(f"\n{title}")
+    print(f"{'host':12}{'requests':>9}{'pages':>7}{'pages/s':>9}{'violations':>11}{'429s':>6}{'429s >1min':>11}{'early RA':>9}{'max inflight':>13}")
+    for r in reports:
+        late = f"{r.refused_late}/{r.late_requests}"
+        print(f"{r.label:12}{r.requests:9d}{r.pages:7d}{r.rate:9.2f}{r.violations:11d}{r.refused:6d}{late:>11}{r.retry_after_early:9d}{r.max_inflight:13d}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--short", action="store_true")
+    args = parser.parse_args()
+    scale = 0.25 if args.short else 1.0
+    one_host, many_hosts = 60 * scale, 120 * scale
+
+    sites = {"delay-1": "paced:crawl_delay=1,pages=5000"}
+    sites |= {f"delay-{d}": f"paced:crawl_delay={d},pages=5000" for d in DELAYS}
+    sites |= {"limited": f"paced:rate={HIDDEN_RATE},pages=5000", "limited-ra": f"paced:rate={HIDDEN_RATE},retry_after=2,pages=5000"}
+    sites |= {"slow": "paced:latency_ms=1500,pages=5000"}
+    ours = {"CRAWLER_DEFAULT_DELAY": "0.05", "CRAWLER_MIN_DELAY": "0.05"}
+    with TestWeb(sites) as web, tempfile.TemporaryDirectory() as tmp:
+        many = [f"delay-{d}" for d in DELAYS] + ["limited", "limited-ra", "slow"]
+        allowed = sum(1 / d for d in DELAYS) + 2 * HIDDEN_RATE
+
+        def hosts_report(duration: float) -> list[HostReport]:
+            delays = {f"delay-{d}": d for d in DELAYS}
+            return [_report(h, web.log(h), duration, delays.get(h), 2.0 if h == "limited-ra" else None) for h in many]
+
+        for name in ("crawler", "stock"):
+            web.clear()
+            if name == "crawler":
+                _run_ours([web.url("delay-1")], one_host, f"sqlite:///{tmp}/one.db", **ours)
+            else:
+                _run_stock([web.url("delay-1")], one_host, tmp)
+            _print(f"[1] {name}: one host, Crawl-delay 1, {one_host:.0f} s", [_report("delay-1", web.log("delay-1"), one_host, 1.0, None)])
+
+        results = {}
+        for name in ("crawler", "stock"):
+            web.clear()
+            if name == "crawler":
+                _run_ours([web.url(h) for h in many], many_hosts, f"sqlite:///{tmp}/many.db", **ours)
+            else:
+                _run_stock([web.url(h) for h in many], many_hosts, tmp)
+            reports = results[name] = hosts_report(many_hosts)
+            _print(f"[2] {name}: {len(many)} hosts, {many_hosts:.0f} s", reports)
+            total = sum(r.rate for r in reports if r.label != "slow")
+            print(f"total pages/s (without the slow host) {total:.2f} = {100 * total / allowed:.1f}% of the allowed {allowed:.2f}")
+
+        web.clear()
+        _run_ours([web.url("limited")], one_host, f"sqlite:///{tmp}/many.db", **ours)
+        second = _report("limited", web.log("limited"), one_host, None, None)
+        first = next(r for r in results["crawler"] if r.label == "limited")
+        print(f"\n[3] second run against the 429 host: {second.refused} 429s in {one_host:.0f} s "
+              f"(first run: {first.refused} in {many_hosts:.0f} s), {second.rate:.2f} pages/s")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

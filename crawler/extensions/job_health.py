@@ -1,0 +1,75 @@
+"""End a job that is going nowhere.
+
+- ``CRAWLER_JOB_FAILURE_THRESHOLD`` consecutive failed pages (default 20; 0 turns it off) fail
+  the job: the spider closes with reason ``failed_consecutive_errors`` and the job is marked
+  failed. A fetched page resets the streak.
+- ``CRAWLER_CANCEL_429_STREAK`` consecutive 429s from one domain while its delay is at the
+  maximum (default 0: off) cancel the job with reason ``cancelled_429_streak``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Self
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.utils.defer import deferred_from_coro
+
+from crawler.frontier.meta import domain_key
+from crawler.items import PageItem
+from crawler.politeness.limiter import limiter_for
+
+logger = logging.getLogger(__name__)
+
+FAILED = "failed_consecutive_errors"
+CANCELLED_429 = "cancelled_429_streak"
+
+
+class JobHealth:
+    def __init__(self, crawler: Crawler):
+        self.crawler = crawler
+        self.threshold = crawler.settings.getint("CRAWLER_JOB_FAILURE_THRESHOLD")
+        self.cancel_streak = crawler.settings.getint("CRAWLER_CANCEL_429_STREAK")
+        self.limiter = limiter_for(crawler)
+        self.streak = 0
+        self.closing = False
+        if self.threshold:
+            crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
+        if self.cancel_streak:
+            crawler.signals.connect(self.response_received, signal=signals.response_received)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        settings = crawler.settings
+        if not settings.getint("CRAWLER_JOB_FAILURE_THRESHOLD") and not settings.getint("CRAWLER_CANCEL_429_STREAK"):
+            raise NotConfigured
+        return cls(crawler)
+
+    def item_scraped(self, item: Any) -> None:
+        if not isinstance(item, PageItem):
+            return
+        if item.status == "error":
+            self.streak += 1
+            if self.streak >= self.threshold:
+                self._close(FAILED, f"{self.streak} consecutive failed pages, the last {item.url}: {item.error}")
+        elif item.status in ("fetched", "noindex"):
+            self.streak = 0
+
+    def response_received(self, response: Response, request: Request) -> None:
+        if response.status != 429:
+            return
+        state = self.limiter.state(domain_key(request))
+        at_maximum = state.learned_delay >= self.limiter.policy.config.max_delay
+        if at_maximum and state.blocking_streak >= self.cancel_streak:
+            self._close(CANCELLED_429, f"{state.blocking_streak} consecutive 429s from {domain_key(request)} at the maximum delay")
+
+    def _close(self, reason: str, why: str) -> None:
+        if self.closing or self.crawler.engine is None:
+            return
+        self.closing = True
+        logger.error("Closing the job (%s): %s", reason, why)
+        self.crawler.stats.set_value("job/close_cause", why)
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))

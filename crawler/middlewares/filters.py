@@ -1,0 +1,56 @@
+"""Keep only the responses the crawl wants: content types by an accept list and then a reject
+list, with wildcards (``text/*``, ``application/*+xml``).
+
+A refused response becomes a ``filtered`` row with the reason, without its body. Sizes and
+compression are Scrapy's already: ``DOWNLOAD_MAXSIZE`` caps the body as received and, through
+``HttpCompressionMiddleware`` (gzip, deflate, br, zstd), as decompressed. Enabled at 585:
+under redirects (600), so only final answers are judged, and above retries (550).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+from typing import Self
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Response
+
+
+class ResponseFiltered(IgnoreRequest):
+    """A response the crawl does not keep; the message says why."""
+
+    def __init__(self, reason: str, response: Response | None = None):
+        super().__init__(reason)
+        self.response = response
+
+
+def content_type_allowed(media_type: str | None, accept: Iterable[str], reject: Iterable[str]) -> bool:
+    """Whether ``media_type`` passes the accept list, then the reject list. Unknown types pass."""
+    if not media_type:
+        return True
+    return any(fnmatchcase(media_type, p) for p in accept) and not any(fnmatchcase(media_type, p) for p in reject)
+
+
+class ContentTypeFilterMiddleware:
+    def __init__(self, crawler: Crawler):
+        settings = crawler.settings
+        self.accept = [p.lower() for p in settings.getlist("CRAWLER_ACCEPT_CONTENT_TYPES")]
+        self.reject = [p.lower() for p in settings.getlist("CRAWLER_REJECT_CONTENT_TYPES")]
+        self.stats = crawler.stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if request.meta.get("dont_filter_content_type") or not 200 <= response.status < 300:
+            return response
+        value = response.headers.get("Content-Type")
+        media_type = value.decode("latin-1").partition(";")[0].strip().lower() if value else None
+        if content_type_allowed(media_type, self.accept, self.reject):
+            return response
+        self.stats.inc_value(f"filters/content_type/{media_type}")
+        raise ResponseFiltered(f"content type {media_type} not accepted", response)

@@ -1,0 +1,47 @@
+"""Budgets and job failure: every URL left in the frontier gets a row saying why."""
+
+from __future__ import annotations
+
+from tests.helpers import Database, crawl
+from tests.testweb import TestWeb
+
+
+def test_consecutive_failures_fail_the_job(web: TestWeb, database: Database) -> None:
+    web.clear()
+    result = crawl(
+        "links", database, url=web.url("broken"), job_id="doomed",
+        settings={"RETRY_TIMES": "0", "CRAWLER_JOB_FAILURE_THRESHOLD": "3", "CRAWLER_CIRCUIT_FAILURES": "100",
+                  "CONCURRENT_REQUESTS_PER_DOMAIN": "1"},
+    )  # fmt: skip
+    assert "Closing the job (failed_consecutive_errors)" in result.stderr
+    (status, reason), = database.query("SELECT status, finish_reason FROM crawl_jobs")
+    assert (status, reason) == ("failed", "failed_consecutive_errors")
+    statuses = [row["status"] for row in database.pages().values()]
+    assert statuses.count("error") >= 3
+    assert statuses.count("skipped") >= 1
+    requested = {e.path for e in web.log("broken") if e.path != "/robots.txt"}
+    assert len(requested) < 7  # it stopped instead of fetching the rest
+
+
+def test_max_time_leaves_skipped_rows(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("delayed"), max_time="2")
+    rows = database.pages()
+    skipped = [row for row in rows.values() if row["status"] == "skipped"]
+    fetched = [row for row in rows.values() if row["status"] == "fetched"]
+    assert skipped and fetched
+    assert all("closespider_timeout" in row["error"] for row in skipped)
+    requested = {web.url("delayed", e.path) for e in web.log("delayed")}
+    assert not any(row["url"] in requested for row in skipped)
+    (status,), = database.query("SELECT status FROM crawl_jobs")
+    assert status == "stopped"
+
+
+def test_a_skipped_url_never_replaces_an_earlier_row(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("delayed"))
+    before = {url: row["status"] for url, row in database.pages().items()}
+    crawl("links", database, url=web.url("delayed"), max_time="1", job_id="short")
+    after = {url: row["status"] for url, row in database.pages().items()}
+    assert "skipped" not in after.values()
+    assert before.keys() == after.keys()
