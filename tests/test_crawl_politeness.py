@@ -87,3 +87,15 @@ def test_robots_txt_not_found_allows_everything(web: TestWeb, database: Database
     crawl("links", database, url=web.url("robots-404"))
     rows = database.pages()
     assert len(rows) == 7 and rows[web.url("robots-404", "/private/page")]["status"] == "error"  # 404 page
+
+
+def test_robots_txt_stored_by_a_job_is_reused_while_valid(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("fast"), max_pages="3")
+    web.clear()
+    result = crawl("links", database, url=web.url("fast"), max_pages="3", job_id="again")
+    assert "Reusing the stored robots.txt of 1 domains" in result.stderr
+    assert "/robots.txt" not in [e.path for e in web.log("fast")]
+    web.clear()
+    crawl("links", database, url=web.url("fast"), max_pages="3", job_id="expired", settings={"CRAWLER_ROBOTS_TTL": "1"})
+    assert "/robots.txt" in [e.path for e in web.log("fast")]

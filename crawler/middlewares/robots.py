@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Self
 from weakref import WeakKeyDictionary
 
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
@@ -35,6 +35,7 @@ from crawler.storage.shared import shared_storage
 logger = logging.getLogger(__name__)
 
 MAX_TTL = 24 * 3600.0
+MIN_TTL = 1.0
 
 
 class RobotsMiddleware:
@@ -46,7 +47,8 @@ class RobotsMiddleware:
         self.user_agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
         self.fail_open = settings.getbool("CRAWLER_ROBOTS_FAIL_OPEN")
         self.cache = RobotsCache(
-            ttl=min(settings.getfloat("CRAWLER_ROBOTS_TTL"), MAX_TTL),
+            # At least a second: rules must outlive the fetch that brought them.
+            ttl=min(max(settings.getfloat("CRAWLER_ROBOTS_TTL"), MIN_TTL), MAX_TTL),
             retry_after=settings.getfloat("CRAWLER_ROBOTS_RETRY_SECONDS"),
         )
         self._fetching: dict[str, asyncio.Future[RobotsEntry]] = {}
@@ -56,7 +58,30 @@ class RobotsMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
             raise NotConfigured
-        return cls(crawler, limiter_for(crawler))
+        middleware = cls(crawler, limiter_for(crawler))
+        crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
+        return middleware
+
+    async def spider_opened(self) -> None:
+        """Reuse the robots.txt files earlier jobs stored that are still valid."""
+        storage = shared_storage(self.crawler)
+        if storage is None:
+            return
+        now = datetime.now(UTC)
+        rows = await storage.backend.execute(
+            "SELECT domain, robots_txt, robots_status, robots_fetched_at, robots_expires_at FROM domains "
+            "WHERE robots_status IS NOT NULL AND robots_expires_at > ?",
+            (now,),
+        )
+        for domain, text, status, fetched_at, expires_at in rows:
+            body = (text or "").encode("utf-8")
+            rules = rules_for_status(status, self.user_agent, fail_open=self.fail_open)
+            rules = rules or RobotsRules.parse(body, self.user_agent)
+            entry = self.cache.put(domain, rules, status, body, _timestamp(fetched_at))
+            entry.expires_at = min(_timestamp(expires_at), entry.expires_at)
+            self.limiter.set_robots_delay(domain, rules.crawl_delay)
+        if rows:
+            logger.info("Reusing the stored robots.txt of %d domains", len(rows))
 
     # --- for the frontier ------------------------------------------------------------------------
     def ready(self, domain: str) -> bool:
@@ -147,6 +172,11 @@ class RobotsMiddleware:
             request.url, domain, self.user_agent, allowed, rule, entry.rules.crawl_delay,
             entry.rules.reason or None, datetime.now(UTC), getattr(spider, "job_id", None),
         ))  # fmt: skip
+
+
+def _timestamp(value: datetime | str) -> float:
+    # PostgreSQL gives datetimes, SQLite the ISO text they were stored as.
+    return (value if isinstance(value, datetime) else datetime.fromisoformat(value)).timestamp()
 
 
 _registry: WeakKeyDictionary[Crawler, RobotsMiddleware] = WeakKeyDictionary()

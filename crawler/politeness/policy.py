@@ -33,6 +33,8 @@ class PolicyConfig:
     step_fraction: float = 0.25
     """Below ``step``, the step is this fraction of the delay, so fast sites are not slowed to
     one request a second."""
+    probe_fraction: float = 0.05
+    """Below two steps, a probe lowers the delay by this fraction of it."""
     min_step: float = 0.05
     circuit_failures: int = 5
     """Consecutive failures (connection errors, timeouts, 5xx) that open a domain's circuit."""
@@ -129,10 +131,12 @@ class Policy:
         return max(self.config.min_step, delay * self.config.step_fraction)
 
     def step_down(self, delay: float) -> float:
-        """The inverse of ``step_up``, so that a probe lands where the last increase started."""
+        """One second where delays stay seconds long; below that a small fraction of the delay:
+        increases are coarse so that a site is found quickly, probes fine so that the learned
+        delay settles close to what the site allows."""
         if delay - self.config.step >= self.config.step:
             return self.config.step
-        return delay * self.config.step_fraction / (1 + self.config.step_fraction)
+        return delay * self.config.probe_fraction
 
     # --- scheduling ------------------------------------------------------------------------
     def ready_at(self, state: DomainState) -> float:
