@@ -178,29 +178,6 @@ def migration_statements(version: int, dialect: Dialect) -> list[str]:
     return [statement.strip() for statement in sql.split(";") if statement.strip()]
 
 
-def upsert_pages_sql(placeholder: str) -> str:
-    """Insert pages or update them on ``url_hash``; the first discovery time is kept and
-    ``error_count`` counts consecutive failed fetches."""
-    columns = ", ".join((*PAGE_COLUMNS, "discovered_at"))
-    values = ", ".join([placeholder] * (len(PAGE_COLUMNS) + 1))
-    updates = ", ".join(f"{c} = excluded.{c}" for c in PAGE_COLUMNS if c != "url_hash")
-    return (
-        f"INSERT INTO pages ({columns}) VALUES ({values}) "
-        f"ON CONFLICT (url_hash) DO UPDATE SET {updates}, "
-        "error_count = CASE WHEN excluded.status = 'error' THEN pages.error_count + 1 ELSE 0 END"
-    )
-
-
-def upsert_sitemap_entries_sql(placeholder: str) -> str:
-    columns = ", ".join(SITEMAP_ENTRY_COLUMNS)
-    values = ", ".join([placeholder] * len(SITEMAP_ENTRY_COLUMNS))
-    updates = ", ".join(f"{c} = excluded.{c}" for c in ("lastmod", "changefreq", "priority", "job_id"))
-    return (
-        f"INSERT INTO sitemap_entries ({columns}) VALUES ({values}) "
-        f"ON CONFLICT (sitemap_url, url_hash) DO UPDATE SET {updates}"
-    )
-
-
 DOMAIN_COLUMNS: tuple[str, ...] = (
     "domain",
     "adaptive_delay_seconds",
@@ -208,14 +185,6 @@ DOMAIN_COLUMNS: tuple[str, ...] = (
     "crawl_delay_seconds",
     "updated_at",
 )
-
-
-def upsert_domains_sql(placeholder: str) -> str:
-    columns = ", ".join(DOMAIN_COLUMNS)
-    values = ", ".join([placeholder] * len(DOMAIN_COLUMNS))
-    updates = ", ".join(f"{c} = excluded.{c}" for c in DOMAIN_COLUMNS[1:])
-    return f"INSERT INTO domains ({columns}) VALUES ({values}) ON CONFLICT (domain) DO UPDATE SET {updates}"
-
 
 ROBOTS_COLUMNS: tuple[str, ...] = (
     "domain",
@@ -241,33 +210,42 @@ ROBOTS_DECISION_COLUMNS: tuple[str, ...] = (
 )
 
 
-def upsert_robots_sql(placeholder: str) -> str:
-    columns = ", ".join(ROBOTS_COLUMNS)
-    values = ", ".join([placeholder] * len(ROBOTS_COLUMNS))
-    updates = ", ".join(f"{c} = excluded.{c}" for c in ROBOTS_COLUMNS[1:])
-    return f"INSERT INTO domains ({columns}) VALUES ({values}) ON CONFLICT (domain) DO UPDATE SET {updates}"
-
-
-def insert_robots_decisions_sql(placeholder: str) -> str:
-    columns = ", ".join(ROBOTS_DECISION_COLUMNS)
-    values = ", ".join([placeholder] * len(ROBOTS_DECISION_COLUMNS))
-    return f"INSERT INTO robots_decisions ({columns}) VALUES ({values})"
-
-
-def insert_new_pages_sql(placeholder: str) -> str:
-    """Pages rows that must not replace what an earlier crawl stored (a URL skipped now)."""
-    columns = ", ".join((*PAGE_COLUMNS, "discovered_at"))
-    values = ", ".join([placeholder] * (len(PAGE_COLUMNS) + 1))
-    return f"INSERT INTO pages ({columns}) VALUES ({values}) ON CONFLICT (url_hash) DO NOTHING"
+def insert_sql(
+    table: str,
+    columns: tuple[str, ...],
+    placeholder: str,
+    *,
+    key: str | None = None,
+    update: tuple[str, ...] = (),
+    extra: str = "",
+) -> str:
+    """``INSERT``; with ``key``, updating ``update`` on a conflict (or nothing if none)."""
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([placeholder] * len(columns))})"
+    if key is None:
+        return sql
+    if not update:
+        return f"{sql} ON CONFLICT ({key}) DO NOTHING"
+    updates = ", ".join([*(f"{c} = excluded.{c}" for c in update), *([extra] if extra else [])])
+    return f"{sql} ON CONFLICT ({key}) DO UPDATE SET {updates}"
 
 
 def write_statements(placeholder: str) -> dict[str, str]:
     """The statement that writes each kind of row of a ``Batch``, in writing order."""
+    pages = (*PAGE_COLUMNS, "discovered_at")
     return {
-        "pages": upsert_pages_sql(placeholder),
-        "new_pages": insert_new_pages_sql(placeholder),
-        "sitemap_entries": upsert_sitemap_entries_sql(placeholder),
-        "domains": upsert_domains_sql(placeholder),
-        "robots": upsert_robots_sql(placeholder),
-        "robots_decisions": insert_robots_decisions_sql(placeholder),
-    }
+        # The first discovery time is kept; error_count counts consecutive failed fetches.
+        "pages": insert_sql(
+            "pages", pages, placeholder, key="url_hash",
+            update=tuple(c for c in PAGE_COLUMNS if c != "url_hash"),
+            extra="error_count = CASE WHEN excluded.status = 'error' THEN pages.error_count + 1 ELSE 0 END",
+        ),
+        # A URL skipped now must not replace what an earlier crawl stored.
+        "new_pages": insert_sql("pages", pages, placeholder, key="url_hash"),
+        "sitemap_entries": insert_sql(
+            "sitemap_entries", SITEMAP_ENTRY_COLUMNS, placeholder, key="sitemap_url, url_hash",
+            update=("lastmod", "changefreq", "priority", "job_id"),
+        ),
+        "domains": insert_sql("domains", DOMAIN_COLUMNS, placeholder, key="domain", update=DOMAIN_COLUMNS[1:]),
+        "robots": insert_sql("domains", ROBOTS_COLUMNS, placeholder, key="domain", update=ROBOTS_COLUMNS[1:]),
+        "robots_decisions": insert_sql("robots_decisions", ROBOTS_DECISION_COLUMNS, placeholder),
+    }  # fmt: skip
