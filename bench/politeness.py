@@ -11,7 +11,7 @@ stock Scrapy (``ROBOTSTXT_OBEY`` and AutoThrottle on) in the same run.
    in flight at once per host;
 3. a second run against the 429 host, starting from the learned delay the first one stored.
 
-``--short`` divides the durations by four, for a quick look.
+``--short`` divides the durations by four, for a quick look; ``--crawler-only`` skips stock Scrapy.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class HostReport:
     pages: int
     rate: float
     violations: int
+    min_gap: float
     refused: int
     refused_late: int
     late_requests: int
@@ -65,7 +66,8 @@ def _run_stock(urls: list[str], seconds: float, workdir: str) -> None:
 def _report(label: str, log: list[LoggedRequest], seconds: float, delay: float | None, retry_after: float | None) -> HostReport:
     log = sorted(log, key=lambda e: e.start)
     starts = [e.start for e in log]
-    violations = sum(1 for a, b in zip(starts, starts[1:]) if delay and b - a < delay - TOLERANCE)
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    violations = sum(1 for gap in gaps if delay and gap < delay - TOLERANCE)
     first = starts[0] if starts else 0.0
     late = [e for e in log if e.start - first >= 60]
     early_retries = 0
@@ -81,21 +83,22 @@ def _report(label: str, log: list[LoggedRequest], seconds: float, delay: float |
         inflight += step
         peak = max(peak, inflight)
     pages = sum(1 for e in log if e.status == 200)
-    return HostReport(label, len(log), pages, pages / seconds, violations, sum(1 for e in log if e.status == 429),
+    return HostReport(label, len(log), pages, pages / seconds, violations, min(gaps, default=0.0), sum(1 for e in log if e.status == 429),
                       sum(1 for e in late if e.status == 429), len(late), early_retries, peak)  # fmt: skip
 
 
 def _print(title: str, reports: list[HostReport]) -> None:
     print(f"\n{title}")
-    print(f"{'host':12}{'requests':>9}{'pages':>7}{'pages/s':>9}{'violations':>11}{'429s':>6}{'429s >1min':>11}{'early RA':>9}{'max inflight':>13}")
+    print(f"{'host':12}{'requests':>9}{'pages':>7}{'pages/s':>9}{'violations':>11}{'min gap':>9}{'429s':>6}{'429s >1min':>11}{'early RA':>9}{'max inflight':>13}")
     for r in reports:
         late = f"{r.refused_late}/{r.late_requests}"
-        print(f"{r.label:12}{r.requests:9d}{r.pages:7d}{r.rate:9.2f}{r.violations:11d}{r.refused:6d}{late:>11}{r.retry_after_early:9d}{r.max_inflight:13d}")
+        print(f"{r.label:12}{r.requests:9d}{r.pages:7d}{r.rate:9.2f}{r.violations:11d}{r.min_gap:9.3f}{r.refused:6d}{late:>11}{r.retry_after_early:9d}{r.max_inflight:13d}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--short", action="store_true")
+    parser.add_argument("--crawler-only", action="store_true", help="skip the stock Scrapy runs")
     args = parser.parse_args()
     scale = 0.25 if args.short else 1.0
     one_host, many_hosts = 60 * scale, 120 * scale
@@ -113,7 +116,8 @@ def main() -> None:
             delays = {f"delay-{d}": d for d in DELAYS}
             return [_report(h, web.log(h), duration, delays.get(h), 2.0 if h == "limited-ra" else None) for h in many]
 
-        for name in ("crawler", "stock"):
+        crawlers = ("crawler",) if args.crawler_only else ("crawler", "stock")
+        for name in crawlers:
             web.clear()
             if name == "crawler":
                 _run_ours([web.url("delay-1")], one_host, f"sqlite:///{tmp}/one.db", **ours)
@@ -122,7 +126,7 @@ def main() -> None:
             _print(f"[1] {name}: one host, Crawl-delay 1, {one_host:.0f} s", [_report("delay-1", web.log("delay-1"), one_host, 1.0, None)])
 
         results = {}
-        for name in ("crawler", "stock"):
+        for name in crawlers:
             web.clear()
             if name == "crawler":
                 _run_ours([web.url(h) for h in many], many_hosts, f"sqlite:///{tmp}/many.db", **ours)

@@ -333,3 +333,13 @@ def test_a_success_resets_the_failure_streak() -> None:
     policy.on_failure(state, 0)
     policy.on_success(state, 0)
     assert not policy.on_failure(state, 0) and state.circuit_open_until is None
+
+
+def test_spacing_counts_from_when_the_request_leaves() -> None:
+    policy = _policy(default_delay=1.0, base_concurrency=4)
+    state = DomainState()
+    reservation = policy.start(state, 10.0)
+    policy.sent(state, 10.04)  # 40 ms between the frontier and the network
+    assert not policy.can_start(state, 11.0) and policy.can_start(state, 11.04)
+    policy.unreserve(state, reservation)  # too late: it was sent
+    assert state.next_start == 11.04

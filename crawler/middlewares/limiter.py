@@ -2,9 +2,10 @@
 blocking answers (403, 503), failures for the circuit breaker (5xx, connection errors,
 timeouts), and release the slot the frontier reserved.
 
-Enabled at 800 in ``DOWNLOADER_MIDDLEWARES``: above the redirect (600) and retry (550)
-middlewares, so it sees every response as it comes off the wire, before they turn it into a
-new request. Learned delays are loaded from the ``domains`` table when the spider opens and
+Enabled at 800 in ``DOWNLOADER_MIDDLEWARES``: the last before the network, where the
+domain's next slot is counted from the moment the request leaves; and above the redirect (600)
+and retry (550) middlewares, so it sees every response as it comes off the wire, before they
+turn it into a new request. Learned delays are loaded from the ``domains`` table when the spider opens and
 saved there when they change.
 """
 
@@ -56,6 +57,12 @@ class LimiterMiddleware:
             self.limiter.learned(domain, float(delay), float(floor))
         if rows:
             logger.info("Loaded learned delays of %d domains", len(rows))
+
+    def process_request(self, request: Request) -> None:
+        # The last middleware before the network: the domain's spacing counts from here.
+        domain = request.meta.get(DOMAIN)
+        if domain is not None:
+            self.limiter.sent(domain)
 
     def process_response(self, request: Request, response: Response) -> Response:
         domain = request.meta.pop(DOMAIN, None)

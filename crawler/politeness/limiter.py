@@ -46,6 +46,9 @@ class DomainLimiter:
         self.start(domain, now)
         return True
 
+    def sent(self, domain: str) -> None:
+        self.policy.sent(self.state(domain), self.clock())
+
     def unreserve(self, domain: str, reservation: float) -> None:
         self.policy.unreserve(self.state(domain), reservation)
 

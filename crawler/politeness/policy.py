@@ -157,6 +157,12 @@ class Policy:
         state.inflight += 1
         return state.next_start
 
+    def sent(self, state: DomainState, now: float) -> None:
+        """The request that holds the last slot leaves now: the next slot counts from now, so
+        that time spent between the frontier and the network never shortens the spacing."""
+        state.next_start = max(state.next_start, now + self.effective_delay(state))
+        state.last_start = now
+
     def unreserve(self, state: DomainState, reservation: float) -> None:
         """Give back a slot whose request was dropped before it was sent, unless another
         request has reserved the next slot since."""
