@@ -9,9 +9,13 @@ stock Scrapy (``ROBOTSTXT_OBEY`` and AutoThrottle on) in the same run.
    answer), for 120 s: total pages/s against the sum of the allowed rates, violations, each
    host's rate, the 429 share after the first minute, Retry-After waits, and the most requests
    in flight at once per host;
-3. a second run against the 429 host, starting from the learned delay the first one stored.
+3. a second run against the 429 host, starting from the learned delay the first one stored;
+4. a slow host (8 s answers) that refuses everything with 429 (``Retry-After: 1``) for 30 s:
+   the most requests in flight before, during and after, as the learned delay grows past the
+   baseline.
 
-``--short`` divides the durations by four, for a quick look; ``--crawler-only`` skips stock Scrapy.
+``--short`` divides the durations by four, for a quick look; ``--crawler-only`` skips stock Scrapy;
+``--scenario N`` (repeatable) runs only those (3 needs 2).
 """
 
 from __future__ import annotations
@@ -77,14 +81,9 @@ def _report(label: str, log: list[LoggedRequest], seconds: float, delay: float |
                 following = [e.start for e in log if e.start > entry.start]
                 if following and min(following) < entry.end + retry_after - TOLERANCE:
                     early_retries += 1
-    events = sorted([(e.start, 1) for e in log] + [(e.end, -1) for e in log], key=lambda x: (x[0], x[1]))
-    inflight = peak = 0
-    for _, step in events:
-        inflight += step
-        peak = max(peak, inflight)
     pages = sum(1 for e in log if e.status == 200)
     return HostReport(label, len(log), pages, pages / seconds, violations, min(gaps, default=0.0), sum(1 for e in log if e.status == 429),
-                      sum(1 for e in late if e.status == 429), len(late), early_retries, peak)  # fmt: skip
+                      sum(1 for e in late if e.status == 429), len(late), early_retries, _peak(log))  # fmt: skip
 
 
 def _print(title: str, reports: list[HostReport]) -> None:
@@ -95,18 +94,48 @@ def _print(title: str, reports: list[HostReport]) -> None:
         print(f"{r.label:12}{r.requests:9d}{r.pages:7d}{r.rate:9.2f}{r.violations:11d}{r.min_gap:9.3f}{r.refused:6d}{late:>11}{r.retry_after_early:9d}{r.max_inflight:13d}")
 
 
+def _concurrency_phases(log: list[LoggedRequest]) -> None:
+    """Most requests in flight at once, before, during and after a run of 429s."""
+    log = sorted(log, key=lambda e: e.start)
+    refused = [e.start for e in log if e.status == 429]
+    if not refused:
+        print("\n[4] the congested host sent no 429")
+        return
+    phases = {
+        "before the 429s": [e for e in log if e.start < refused[0]],
+        "during": [e for e in log if refused[0] <= e.start <= refused[-1]],
+        "after": [e for e in log if e.start > refused[-1]],
+    }
+    print(f"\n[4] a slow host (8 s answers) that refuses everything for a while: {len(refused)} 429s")
+    for name, entries in phases.items():
+        print(f"    {name:16} requests {len(entries):3d}  max in flight {_peak(entries)}")
+
+
+def _peak(log: list[LoggedRequest]) -> int:
+    events = sorted([(e.start, 1) for e in log] + [(e.end, -1) for e in log], key=lambda x: (x[0], x[1]))
+    inflight = peak = 0
+    for _, step in events:
+        inflight += step
+        peak = max(peak, inflight)
+    return peak
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--short", action="store_true")
     parser.add_argument("--crawler-only", action="store_true", help="skip the stock Scrapy runs")
+    parser.add_argument("--scenario", type=int, action="append", choices=[1, 2, 3, 4], help="run only these (repeatable)")
     args = parser.parse_args()
     scale = 0.25 if args.short else 1.0
+    scenarios = set(args.scenario or [1, 2, 3, 4])
     one_host, many_hosts = 60 * scale, 120 * scale
 
     sites = {"delay-1": "paced:crawl_delay=1,pages=5000"}
     sites |= {f"delay-{d}": f"paced:crawl_delay={d},pages=5000" for d in DELAYS}
     sites |= {"limited": f"paced:rate={HIDDEN_RATE},pages=5000", "limited-ra": f"paced:rate={HIDDEN_RATE},retry_after=2,pages=5000"}
     sites |= {"slow": "paced:latency_ms=1500,pages=5000"}
+    # 8 s answers; every request refused at once with 429 (Retry-After: 1) from 30 s to 60 s.
+    sites |= {"congested": f"paced:latency_ms=8000,refuse={30 * scale:g}-{60 * scale:g},pages=5000"}
     ours = {"CRAWLER_DEFAULT_DELAY": "0.05", "CRAWLER_MIN_DELAY": "0.05"}
     with TestWeb(sites) as web, tempfile.TemporaryDirectory() as tmp:
         many = [f"delay-{d}" for d in DELAYS] + ["limited", "limited-ra", "slow"]
@@ -117,7 +146,7 @@ def main() -> None:
             return [_report(h, web.log(h), duration, delays.get(h), 2.0 if h == "limited-ra" else None) for h in many]
 
         crawlers = ("crawler",) if args.crawler_only else ("crawler", "stock")
-        for name in crawlers:
+        for name in crawlers if 1 in scenarios else ():
             web.clear()
             if name == "crawler":
                 _run_ours([web.url("delay-1")], one_host, f"sqlite:///{tmp}/one.db", **ours)
@@ -126,7 +155,7 @@ def main() -> None:
             _print(f"[1] {name}: one host, Crawl-delay 1, {one_host:.0f} s", [_report("delay-1", web.log("delay-1"), one_host, 1.0, None)])
 
         results = {}
-        for name in crawlers:
+        for name in crawlers if {2, 3} & scenarios else ():
             web.clear()
             if name == "crawler":
                 _run_ours([web.url(h) for h in many], many_hosts, f"sqlite:///{tmp}/many.db", **ours)
@@ -137,12 +166,19 @@ def main() -> None:
             total = sum(r.rate for r in reports if r.label != "slow")
             print(f"total pages/s (without the slow host) {total:.2f} = {100 * total / allowed:.1f}% of the allowed {allowed:.2f}")
 
-        web.clear()
-        _run_ours([web.url("limited")], one_host, f"sqlite:///{tmp}/many.db", **ours)
-        second = _report("limited", web.log("limited"), one_host, None, None)
-        first = next(r for r in results["crawler"] if r.label == "limited")
-        print(f"\n[3] second run against the 429 host: {second.refused} 429s in {one_host:.0f} s "
-              f"(first run: {first.refused} in {many_hosts:.0f} s), {second.rate:.2f} pages/s")  # fmt: skip
+        if 4 in scenarios:
+            web.clear()
+            # No latency factor here: it alone would keep an 8 s host to one request at a time.
+            _run_ours([web.url("congested")], 130 * scale, f"sqlite:///{tmp}/congested.db", **ours, CRAWLER_LATENCY_FACTOR="0")
+            _concurrency_phases(web.log("congested"))
+
+        if 3 in scenarios:
+            web.clear()
+            _run_ours([web.url("limited")], one_host, f"sqlite:///{tmp}/many.db", **ours)
+            second = _report("limited", web.log("limited"), one_host, None, None)
+            first = next(r for r in results["crawler"] if r.label == "limited")
+            print(f"\n[3] second run against the 429 host: {second.refused} 429s in {one_host:.0f} s "
+                  f"(first run: {first.refused} in {many_hosts:.0f} s), {second.rate:.2f} pages/s")  # fmt: skip
 
 
 if __name__ == "__main__":

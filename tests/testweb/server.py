@@ -32,6 +32,7 @@ class Router(Resource):
         self.sites = sites
         self.log: list[dict[str, Any]] = []
         self.accepted: dict[int, float] = {}  # site -> start of the last request it accepted
+        self.first_seen: dict[int, float] = {}  # site -> start of its first request
 
     def render(self, request: Request) -> bytes | int:
         path = request.uri.decode("latin-1")
@@ -59,14 +60,21 @@ class Router(Resource):
             request.finish()
 
         request.notifyFinish().addBoth(finished)
-        if site is not None and site.latency:
+        if site is not None and site.latency and reply.status != 429:  # refusals are quick
             reactor.callLater(site.latency, respond)
         else:
             respond()
         return NOT_DONE_YET
 
     def _over_rate(self, site: GeneratedSite, now: float) -> Reply | None:
-        """A 429 when requests come faster than the site's hidden rate limit."""
+        """A 429 when requests come faster than the site's hidden rate limit, or in the site's
+        window of refusing everything (``refuse=A-B``, seconds after its first request)."""
+        first = self.first_seen.setdefault(id(site), now)
+        window = site.options.get("refuse")
+        if window:
+            start, end = (float(x) for x in window.split("-"))
+            if start <= now - first < end:
+                return Reply(429, b"busy", {"Retry-After": site.options.get("retry_after", "1")})
         if site.rate is None:
             return None
         last = self.accepted.get(id(site))

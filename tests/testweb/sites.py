@@ -305,8 +305,9 @@ def _heavy_page(n: int, pages: int, links: int) -> Reply:
 class PacedSite(Site):
     """A site that wants pacing: ``crawl_delay`` in robots.txt, a hidden ``rate`` limit (requests
     per second, enforced by the server with 429 and ``retry_after`` if given), ``latency_ms`` per
-    response and a share of 5xx answers (``error_rate``, ``error_status``; the home page always
-    answers). Pages ``/p/N`` link forward."""
+    response (429s come at once) and a share of 5xx answers (``error_rate``, ``error_status``;
+    the home page always answers); ``refuse=A-B`` answers 429 to everything from A to B
+    seconds after the first request. Pages ``/p/N`` link forward."""
 
     name = "paced"
 
