@@ -31,6 +31,7 @@ WEB_SITES = {
     "robots-503": "paced:robots_status=503,pages=5",
     "robots-404": "paced:robots_status=404,pages=5",
     "broken": "paced:error_rate=1,error_status=500,pages=30",
+    "refusing": "paced:refuse=0.3-100000,pages=10",  # robots.txt answered, then only 429s
 }
 
 

@@ -45,3 +45,36 @@ def test_a_skipped_url_never_replaces_an_earlier_row(web: TestWeb, database: Dat
     after = {url: row["status"] for url, row in database.pages().items()}
     assert "skipped" not in after.values()
     assert before.keys() == after.keys()
+
+
+def test_the_circuit_opens_after_consecutive_failures(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl(
+        "links", database, url=web.url("broken"),
+        settings={"RETRY_TIMES": "0", "CRAWLER_JOB_FAILURE_THRESHOLD": "0", "CRAWLER_CIRCUIT_FAILURES": "3",
+                  "CRAWLER_CIRCUIT_OPEN_SECONDS": "1.5", "CONCURRENT_REQUESTS_PER_DOMAIN": "1"},
+    )  # fmt: skip
+    failures = sorted((e for e in web.log("broken") if e.status == 500), key=lambda e: e.start)
+    assert len(failures) == 5  # the five pages the home page links to
+    # three failures in a row open the circuit: the fourth waits, and its failure reopens it
+    assert failures[3].start >= failures[2].end + 1.5 - 0.01
+    assert failures[4].start >= failures[3].end + 1.5 - 0.01
+    assert failures[1].start - failures[0].end < 0.5
+    rows = database.pages()
+    assert sum(1 for row in rows.values() if row["status"] == "error") == 5
+
+
+def test_a_long_429_streak_at_the_maximum_delay_cancels_the_job(web: TestWeb, database: Database) -> None:
+    web.clear()
+    result = crawl(
+        "links", database, url=web.url("refusing"),
+        settings={"CRAWLER_CANCEL_429_STREAK": "3", "CRAWLER_MAX_DELAY": "0.2", "RETRY_TIMES": "10",
+                  "CRAWLER_DEFAULT_DELAY": "0.5"},
+    )  # fmt: skip
+    assert "Closing the job (cancelled_429_streak)" in result.stderr
+    (status, reason), = database.query("SELECT status, finish_reason FROM crawl_jobs")
+    assert (status, reason) == ("stopped", "cancelled_429_streak")
+    refused = [e for e in web.log("refusing") if e.status == 429]
+    assert 3 <= len(refused) <= 4
+    (home,) = [row for url, row in database.pages().items() if url == web.url("refusing")]
+    assert home["status"] in ("skipped", "error")

@@ -65,6 +65,7 @@ def test_fetch_status_semantics() -> None:
     denied = rules_for_status(503, "crawler").decide("http://e.com/x")
     assert not denied.allowed and "HTTP 503" in denied.rule
     assert rules_for_status(503, "crawler", fail_open=True).decide("http://e.com/x").allowed
+    assert not rules_for_status(429, "crawler").decide("http://e.com/x").allowed
     assert not unreachable("crawler", "connection refused").decide("http://e.com/").allowed
 
 

@@ -3,7 +3,7 @@
 What the stock middleware does not: ``Crawl-delay`` goes to the domain limiter; the fetch is
 paced like any request of the domain (the frontier starts it on a reserved slot and hands out
 the domain's pages only once the rules are known, so no page waits in the downloader for it);
-4xx means allow all, 5xx or no answer means disallow all for now and fetch again after
+4xx means allow all; 429, 5xx or no answer mean disallow all for now and fetch again after
 ``CRAWLER_ROBOTS_RETRY_SECONDS`` (``CRAWLER_ROBOTS_FAIL_OPEN`` allows instead); at most 5
 redirects; rules cached for ``CRAWLER_ROBOTS_TTL`` (at most 24 h); every decision is recorded
 with the rule that made it. A spider's own request for a robots.txt already fetched is served

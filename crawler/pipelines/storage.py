@@ -91,7 +91,7 @@ class StoragePipeline:
             self.stats.inc_value("storage/backpressure_waits")
             await self.flush()
         elif len(self.pending) >= self.batch_size and not self._flush_lock.locked():
-            self._in_background(self.flush())
+            self._in_background(self.flush(full_batches_only=True))
         return item
 
     def request_dropped(self, request: Request, spider: Spider) -> None:
@@ -143,11 +143,12 @@ class StoragePipeline:
             self.backend.target,
         )
 
-    async def flush(self) -> None:
-        """Write everything pending, batch by batch, waiting while the database is away."""
+    async def flush(self, *, full_batches_only: bool = False) -> None:
+        """Write what is pending, batch by batch, waiting while the database is away; with
+        ``full_batches_only`` the rest waits for the timer."""
         async with self._flush_lock:
             self.outbox.drain_into(self.pending)
-            while self.pending:
+            while self.pending and (not full_batches_only or len(self.pending) >= self.batch_size):
                 batch = self.pending.head(self.batch_size)
                 await self._until_available(lambda: self._write(batch), "write rows")
                 self.pending.remove(batch)

@@ -8,13 +8,14 @@ from crawler.robots.rules import RobotsRules
 def rules_for_status(status: int, user_agent: str, *, fail_open: bool = False) -> RobotsRules | None:
     """Rules implied by a non-2xx status; None for 2xx (parse the body instead).
 
-    4xx: the file is unavailable, everything is allowed. 5xx, and redirects followed past the
-    limit: unreachable, nothing is allowed for now and the fetch is retried later, unless
+    4xx: the file is unavailable, everything is allowed. 429, 5xx, and redirects followed past
+    the limit: unreachable, nothing is allowed for now and the fetch is retried later, unless
     ``fail_open``.
     """
     if 200 <= status < 300:
         return None
-    if 400 <= status < 500:
+    # 429 asks us to come back later, as Google reads it: the file is not "unavailable".
+    if 400 <= status < 500 and status != 429:
         return RobotsRules.allowing_all(user_agent, f"robots.txt HTTP {status}: allow all")
     return unreachable(user_agent, f"robots.txt HTTP {status}", fail_open=fail_open)
 
