@@ -3,8 +3,9 @@
 - ``CRAWLER_JOB_FAILURE_THRESHOLD`` consecutive failed pages (default 20; 0 turns it off) fail
   the job: the spider closes with reason ``failed_consecutive_errors`` and the job is marked
   failed. A fetched page resets the streak.
-- ``CRAWLER_CANCEL_429_STREAK`` consecutive 429s from one domain while its delay is at the
-  maximum (default 0: off) cancel the job with reason ``cancelled_429_streak``.
+- ``CRAWLER_CANCEL_429_STREAK`` consecutive 429s (or 403/503) from one domain while its delay
+  is at ``CRAWLER_MAX_DELAY`` (default 0: off) cancel the job with reason
+  ``cancelled_429_streak``.
 """
 
 from __future__ import annotations
@@ -12,15 +13,15 @@ from __future__ import annotations
 import logging
 from typing import Any, Self
 
-from scrapy import Request, signals
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
-from scrapy.http import Response
 from scrapy.utils.defer import deferred_from_coro
 
-from crawler.frontier.meta import domain_key
 from crawler.items import PageItem
 from crawler.politeness.limiter import limiter_for
+from crawler.politeness.policy import Outcome
+from crawler.politeness.signals import domain_blocked
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ class JobHealth:
         if self.threshold:
             crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
         if self.cancel_streak:
-            crawler.signals.connect(self.response_received, signal=signals.response_received)
+            crawler.signals.connect(self.domain_blocked, signal=domain_blocked)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -58,13 +59,12 @@ class JobHealth:
         elif item.status in ("fetched", "noindex"):
             self.streak = 0
 
-    def response_received(self, response: Response, request: Request) -> None:
-        if response.status != 429:
-            return
-        state = self.limiter.state(domain_key(request))
-        at_maximum = state.learned_delay >= self.limiter.policy.config.max_delay
+    def domain_blocked(self, domain: str, outcome: Outcome) -> None:
+        # Every blocking answer, including those the retry middleware turns into retries.
+        state = self.limiter.state(domain)
+        at_maximum = outcome.delay_after >= self.limiter.policy.config.max_delay
         if at_maximum and state.blocking_streak >= self.cancel_streak:
-            self._close(CANCELLED_429, f"{state.blocking_streak} consecutive 429s from {domain_key(request)} at the maximum delay")
+            self._close(CANCELLED_429, f"{state.blocking_streak} consecutive blocking answers from {domain} at the maximum delay")
 
     def _close(self, reason: str, why: str) -> None:
         if self.closing or self.crawler.engine is None:

@@ -25,6 +25,7 @@ from crawler.robots.cache import CACHED_RESPONSE_FLAG
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.politeness.policy import Change, Outcome
 from crawler.politeness.retry_after import retry_after_seconds
+from crawler.politeness.signals import domain_blocked
 from crawler.storage.shared import shared_storage
 
 logger = logging.getLogger(__name__)
@@ -80,8 +81,10 @@ class LimiterMiddleware:
             self.stats.inc_value(f"limiter/blocking_response_count/{response.status}")
             value = response.headers.get("Retry-After")
             retry_after = retry_after_seconds(value.decode("latin-1") if value else None, self.limiter.clock())
-            self._changed(domain, self.limiter.blocked(domain, retry_after), f"HTTP {response.status}")
-        else:
+            outcome = self.limiter.blocked(domain, retry_after)
+            self._changed(domain, outcome, f"HTTP {response.status}")
+            self.crawler.signals.send_catch_log(domain_blocked, domain=domain, outcome=outcome)
+        elif response.status < 500:  # an answer, even a 404, is a success for pacing
             outcome = self.limiter.success(domain, request.meta.get("download_latency"))
             if outcome.pacing_changed:
                 self._changed(domain, outcome, "success")

@@ -1,8 +1,8 @@
 """The test web's server process: ``python -m tests.testweb.server --port P --site IP=NAME[:k=v,…] …``.
 
 Every request is logged server-side with its start and end times, host, path and status;
-``GET /__testweb__/log`` returns the log as JSON and ``GET /__testweb__/clear`` empties it
-(neither is logged).
+``GET /__testweb__/log`` returns the log as JSON and ``GET /__testweb__/clear`` empties it and
+resets the sites' rate limits (neither is logged).
 """
 
 from __future__ import annotations
@@ -86,8 +86,10 @@ class Router(Resource):
 
     def _control(self, path: str, request: Request) -> bytes:
         request.setHeader("Content-Type", "application/json")
-        if path.startswith(CONTROL + "clear"):
+        if path.startswith(CONTROL + "clear"):  # a fresh start: the log and the sites' limits
             self.log.clear()
+            self.accepted.clear()
+            self.first_seen.clear()
             return b"{}"
         return json.dumps(self.log).encode()
 
