@@ -10,6 +10,7 @@ with several ``loc``; ``scrapy.utils.sitemap.sitemap_urls_from_robots`` is reuse
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from scrapy import Request
@@ -108,6 +109,7 @@ class SitemapCrawlSpider(BaseCrawlSpider):
         """Store each listed URL and request the new ones; return how many were listed."""
         listed = 0
         depth = response.meta.get("depth", 0) + 1
+        now = datetime.now(UTC)
         for entry in document.entries:
             try:
                 url = self.normalize(entry.loc)
@@ -124,7 +126,7 @@ class SitemapCrawlSpider(BaseCrawlSpider):
                 changefreq=entry.changefreq,
                 priority=entry.priority,
                 job_id=self.job_id,
-                discovered_at=self.recorder.base(response.request, "sitemap").crawled_at,
+                discovered_at=now,
             )
             if url not in self.scope:
                 self.crawler.stats.inc_value("sitemap/offsite")
