@@ -1,8 +1,10 @@
-"""Request meta keys shared by the frontier and the middlewares, and the domain of a request."""
+"""What the frontier and the middlewares share: request meta keys, the domain of a request,
+and how to make the engine ask the frontier again."""
 
 from __future__ import annotations
 
 from scrapy import Request
+from scrapy.crawler import Crawler
 from scrapy.utils.httpobj import urlparse_cached
 
 NOT_BEFORE = "not_before"
@@ -16,3 +18,10 @@ RESERVATION = "limiter_reservation"
 def domain_key(request: Request) -> str:
     """The unit of politeness: host and port, as robots.txt is scoped."""
     return urlparse_cached(request).netloc.rpartition("@")[2].lower()
+
+
+def wake_engine(crawler: Crawler) -> None:
+    """Have the engine ask the scheduler for requests now (its own scheduling call)."""
+    engine = crawler.engine
+    if engine is not None and engine._slot is not None:
+        engine._slot.nextcall.schedule()

@@ -24,7 +24,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import reactor
 from twisted.internet.base import DelayedCall
 
-from crawler.frontier.meta import DOMAIN, NOT_BEFORE, RESERVATION, domain_key
+from crawler.frontier.meta import DOMAIN, NOT_BEFORE, RESERVATION, domain_key, wake_engine
 from crawler.middlewares.robots import robots_for
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 
@@ -148,12 +148,7 @@ class PolitePriorityQueue:
             if self._wakeup.getTime() <= reactor.seconds() + delay:
                 return
             self._wakeup.cancel()
-        self._wakeup = reactor.callLater(delay, self._wake_engine)
-
-    def _wake_engine(self) -> None:
-        engine = self.crawler.engine
-        if engine is not None and engine._slot is not None:  # the engine's own scheduling call
-            engine._slot.nextcall.schedule()
+        self._wakeup = reactor.callLater(delay, wake_engine, self.crawler)
 
     def drain(self) -> list[Request]:
         """Every request still queued, ready or not, leaving the queue empty."""

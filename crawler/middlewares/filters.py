@@ -18,6 +18,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 
+from crawler.headers import media_type as response_media_type
+
 
 class ResponseFiltered(IgnoreRequest):
     """A response the crawl does not keep; the message says why."""
@@ -48,8 +50,7 @@ class ContentTypeFilterMiddleware:
     def process_response(self, request: Request, response: Response) -> Response:
         if request.meta.get("dont_filter_content_type") or not 200 <= response.status < 300:
             return response
-        value = response.headers.get("Content-Type")
-        media_type = value.decode("latin-1").partition(";")[0].strip().lower() if value else None
+        media_type = response_media_type(response)
         if content_type_allowed(media_type, self.accept, self.reject):
             return response
         self.stats.inc_value(f"filters/content_type/{media_type}")

@@ -24,7 +24,7 @@ from crawler.frontier.meta import DOMAIN, RESERVATION
 from crawler.robots.cache import CACHED_RESPONSE_FLAG
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.politeness.policy import Change, Outcome
-from crawler.politeness.retry_after import retry_after_seconds
+from crawler.headers import retry_after
 from crawler.politeness.signals import domain_blocked
 from crawler.storage.shared import shared_storage
 
@@ -79,9 +79,7 @@ class LimiterMiddleware:
             self._failed(domain, f"HTTP {response.status}")
         if response.status in BLOCKING_STATUSES:
             self.stats.inc_value(f"limiter/blocking_response_count/{response.status}")
-            value = response.headers.get("Retry-After")
-            retry_after = retry_after_seconds(value.decode("latin-1") if value else None, self.limiter.clock())
-            outcome = self.limiter.blocked(domain, retry_after)
+            outcome = self.limiter.blocked(domain, retry_after(response, self.limiter.clock()))
             self._changed(domain, outcome, f"HTTP {response.status}")
             self.crawler.signals.send_catch_log(domain_blocked, domain=domain, outcome=outcome)
         elif response.status < 500:  # an answer, even a 404, is a success for pacing

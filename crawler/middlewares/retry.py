@@ -20,7 +20,7 @@ from scrapy.utils.response import response_status_message
 from crawler.frontier.meta import NOT_BEFORE
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.politeness.policy import fibonacci
-from crawler.politeness.retry_after import retry_after_seconds
+from crawler.headers import retry_after
 
 
 class BackoffRetryMiddleware(RetryMiddleware):
@@ -37,9 +37,8 @@ class BackoffRetryMiddleware(RetryMiddleware):
         if request.meta.get("dont_retry", False):
             return response
         if response.status == 429 or response.status >= 500:
-            value = response.headers.get("Retry-After")
-            retry_after = retry_after_seconds(value.decode("latin-1") if value else None, self.limiter.clock())
-            return self._backoff(request, response_status_message(response.status), retry_after) or response
+            wait = retry_after(response, self.limiter.clock())
+            return self._backoff(request, response_status_message(response.status), wait) or response
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> Request | None:

@@ -25,10 +25,10 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
-from crawler.frontier.meta import DOMAIN, RESERVATION, domain_key
+from crawler.frontier.meta import DOMAIN, RESERVATION, domain_key, wake_engine
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.robots.cache import CACHED_RESPONSE_FLAG, RobotsCache, RobotsEntry
-from crawler.robots.rules import RobotsRules
+from crawler.robots.rules import MAX_BYTES, RobotsRules
 from crawler.robots.status import rules_for_status, unreachable
 from crawler.storage.shared import shared_storage
 
@@ -75,8 +75,7 @@ class RobotsMiddleware:
         )
         for domain, text, status, fetched_at, expires_at in rows:
             body = (text or "").encode("utf-8")
-            rules = rules_for_status(status, self.user_agent, fail_open=self.fail_open)
-            rules = rules or RobotsRules.parse(body, self.user_agent)
+            rules = self._rules(status, body)
             entry = self.cache.put(domain, rules, status, body, _timestamp(fetched_at))
             entry.expires_at = min(_timestamp(expires_at), entry.expires_at)
             self.limiter.set_robots_delay(domain, rules.crawl_delay)
@@ -110,16 +109,15 @@ class RobotsMiddleware:
             entry = self._store(domain, unreachable(self.user_agent, f"robots.txt {type(exc).__name__}", fail_open=self.fail_open), None, b"")
         else:
             self.stats.inc_value(f"robotstxt/response_status_count/{response.status}")
-            rules = rules_for_status(response.status, self.user_agent, fail_open=self.fail_open)
-            if rules is None:
-                rules = RobotsRules.parse(response.body, self.user_agent)
-            entry = self._store(domain, rules, response.status, response.body)
+            entry = self._store(domain, self._rules(response.status, response.body), response.status, response.body)
         finally:
             self._fetching.pop(domain, None)
-            engine = self.crawler.engine
-            if engine is not None and engine._slot is not None:
-                engine._slot.nextcall.schedule()  # the domain's pages may be handed out now
+            wake_engine(self.crawler)  # the domain's pages may be handed out now
         return entry
+
+    def _rules(self, status: int, body: bytes) -> RobotsRules:
+        rules = rules_for_status(status, self.user_agent, fail_open=self.fail_open)
+        return rules if rules is not None else RobotsRules.parse(body, self.user_agent)
 
     def _store(self, domain: str, rules: RobotsRules, status: int | None, body: bytes) -> RobotsEntry:
         entry = self.cache.put(domain, rules, status, body, self.limiter.clock())
@@ -131,7 +129,7 @@ class RobotsMiddleware:
         if storage is not None:
             storage.outbox.robots[domain] = (
                 domain,
-                body[:512 * 1024].decode("utf-8", errors="replace") if status and status < 300 else None,
+                body[:MAX_BYTES].decode("utf-8", errors="replace") if status and status < 300 else None,
                 status,
                 datetime.fromtimestamp(entry.fetched_at, UTC),
                 datetime.fromtimestamp(entry.expires_at, UTC),
@@ -157,13 +155,12 @@ class RobotsMiddleware:
         decision = entry.rules.decide(request.url)
         self._record(request, domain, entry, decision.allowed, decision.rule)
         if not decision.allowed:
-            self.stats.inc_value("robotstxt/forbidden")
             logger.debug("Forbidden by robots.txt (%s): %s", decision.rule, request)
             raise IgnoreRequest(f"Forbidden by robots.txt: {decision.rule}")
         return None
 
     def _record(self, request: Request, domain: str, entry: RobotsEntry, allowed: bool, rule: str | None) -> None:
-        self.stats.inc_value("robotstxt/allowed" if allowed else "robotstxt/decisions_forbidden")
+        self.stats.inc_value("robotstxt/allowed" if allowed else "robotstxt/forbidden")
         storage = shared_storage(self.crawler)
         if storage is None:
             return

@@ -19,7 +19,7 @@ from crawler.extraction import PageData, extract_page, parse_robots_directives
 from crawler.identity import surt_key, url_hash
 from crawler.items import PageItem
 from crawler.middlewares.filters import ResponseFiltered
-from crawler.outcomes.headers import header, header_values, http_date, media_type
+from crawler.headers import header, header_values, http_date, media_type
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 

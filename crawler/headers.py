@@ -1,4 +1,4 @@
-"""Response header values as the pages table stores them."""
+"""Response header values, read the same way by the rows and the middlewares."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 from scrapy.http import Response
+
+from crawler.politeness.retry_after import retry_after_seconds
 
 
 def header(response: Response, name: str) -> str | None:
@@ -31,3 +33,8 @@ def media_type(response: Response) -> str | None:
     """The media type without parameters, lowercased (``text/html``)."""
     value = header(response, "Content-Type")
     return value.partition(";")[0].strip().lower() or None if value else None
+
+
+def retry_after(response: Response, now: float) -> float | None:
+    """Seconds the server asks us to wait (``Retry-After``), from ``now`` (Unix time)."""
+    return retry_after_seconds(header(response, "Retry-After"), now)
