@@ -108,6 +108,25 @@ ITEM_PIPELINES = {
     "crawler.pipelines.storage.StoragePipeline": 800,
 }
 
+# --- Several processes, one crawl (REDIS_URL) ------------------------------------------------
+# Set REDIS_URL and every process started with the same crawl id shares one frontier, one
+# limiter state, one robots.txt cache and one seen filter (scrapy-redis, with this project's
+# queue class). Unset, everything stays in the process.
+REDIS_URL = os.environ.get("REDIS_URL", "")
+SCHEDULER_QUEUE_CLASS = "crawler.shared.queue.SharedFrontierQueue"
+CRAWLER_CRAWL_ID = ""
+CRAWLER_LEASE_SECONDS = 120.0
+CRAWLER_IDLE_CLOSE_SECONDS = 0.0
+CRAWLER_REDIS_POLL_SECONDS = 0.25
+CRAWLER_REDIS_TIMEOUT = 5.0
+CRAWLER_REDIS_META_KEYS = [
+    "depth", "discovered_via", "referrer", "sitemap_lastmod", "sitemap_changefreq", "sitemap_priority",
+    "sitemap_depth", "download_maxsize", "dont_filter_content_type", "dont_obey_robotstxt", "not_before",
+    "retry_times", "redirect_urls", "redirect_reasons", "redirect_times", "redirect_ttl",
+    "handle_httpstatus_all", "handle_httpstatus_list", "dont_retry", "dont_redirect",
+]  # fmt: skip
+CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
+
 # --- Runtime -----------------------------------------------------------------------------------
 LOGSTATS_INTERVAL = 10.0
 FEED_EXPORT_ENCODING = "utf-8"

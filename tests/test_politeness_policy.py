@@ -265,7 +265,7 @@ def test_limiter_uses_its_clock() -> None:
     clock = [100.0]
     limiter = DomainLimiter(_policy(default_delay=2.0), clock=lambda: clock[0])
     assert limiter.try_start("a.example")
-    assert not limiter.try_start("a.example")
+    assert limiter.try_start("a.example") is None
     assert limiter.try_start("b.example")  # one domain does not hold up another
     clock[0] = 102.0
     assert limiter.try_start("a.example")

@@ -13,6 +13,12 @@ DOMAIN = "limiter_domain"
 """Set on a request handed out: the domain whose slot it holds until it finishes."""
 RESERVATION = "limiter_reservation"
 """The slot reserved for the request, given back if it is dropped before it is sent."""
+HOLDER = "limiter_holder"
+"""Who holds one of the domain's concurrent slots: the request's lease key, or ``robots_holder``."""
+
+
+def robots_holder(domain: str) -> str:
+    return f"robots:{domain}"
 
 
 def domain_key(request: Request) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import uuid
 from collections.abc import Iterable
 from typing import Any, Self
 
@@ -21,10 +22,9 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.pqueues import ScrapyPriorityQueue
 from scrapy.utils.httpobj import urlparse_cached
-from twisted.internet import reactor
-from twisted.internet.base import DelayedCall
 
-from crawler.frontier.meta import DOMAIN, NOT_BEFORE, RESERVATION, domain_key, wake_engine
+from crawler.frontier.meta import DOMAIN, HOLDER, NOT_BEFORE, RESERVATION, domain_key, robots_holder
+from crawler.frontier.wakeup import EngineWakeup
 from crawler.middlewares.robots import robots_for
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 
@@ -61,8 +61,9 @@ class PolitePriorityQueue:
         self._order = itertools.count()
         self._rotation = itertools.count()
         self._served: dict[str, int] = {}
-        self._wakeup: DelayedCall | None = None
+        self._wakeup = EngineWakeup(crawler)
         self._schemes: dict[str, str] = {}
+        self._holder_prefix = f"local-{uuid.uuid4().hex[:12]}"  # unique among a shared crawl's processes
         for domain, prios in (startprios or {}).items():
             self.queues[domain] = self._queue(domain, prios)
 
@@ -103,7 +104,9 @@ class PolitePriorityQueue:
             if robots is not None and not robots.ready(domain):
                 # The domain's robots.txt comes first, on the domain's own slot.
                 if not robots.fetching(domain):
-                    robots.fetch(domain, self._schemes.get(domain, "http"), self.limiter.start(domain, now))
+                    reservation = self.limiter.try_start(domain, robots_holder(domain))
+                    if reservation is not None:
+                        robots.fetch(domain, self._schemes.get(domain, "http"), reservation)
                 continue
             # Highest priority first (lowest curprio); among equals the domain served longest ago.
             candidate = (queue.curprio, self._served.get(domain, -1), domain)
@@ -114,15 +117,17 @@ class PolitePriorityQueue:
             return None
         domain = best[2]
         queue = self.queues[domain]
+        holder = f"{self._holder_prefix}:{next(self._order)}"
+        reservation = self.limiter.try_start(domain, holder)
+        if reservation is None:  # another process of a shared crawl took the slot first
+            self._wake_engine_at(self.limiter.ready_at(domain), now)
+            return None
         request = queue.pop()
         if len(queue) == 0:
             del self.queues[domain]
             queue.close()
-        if request is None:
-            return None
-        request.meta[RESERVATION] = self.limiter.start(domain, now)
+        request.meta.update({DOMAIN: domain, RESERVATION: reservation, HOLDER: holder})
         self._served[domain] = next(self._rotation)
-        request.meta[DOMAIN] = domain
         return request
 
     def _next_ready(self, now: float) -> float | None:
@@ -139,16 +144,8 @@ class PolitePriorityQueue:
         return min(times) if times else None
 
     def _wake_engine_at(self, when: float | None, now: float) -> None:
-        # Our own timer, not the engine's CallLaterOnce with a delay: a pending delayed call
-        # there would swallow the engine's own immediate schedule() calls until it fires.
-        if when is None:
-            return
-        delay = max(0.0, when - now)
-        if self._wakeup is not None and self._wakeup.active():
-            if self._wakeup.getTime() <= reactor.seconds() + delay:
-                return
-            self._wakeup.cancel()
-        self._wakeup = reactor.callLater(delay, wake_engine, self.crawler)
+        if when is not None:
+            self._wakeup.at(when - now)
 
     def drain(self) -> list[Request]:
         """Every request still queued, ready or not, leaving the queue empty."""
@@ -167,8 +164,7 @@ class PolitePriorityQueue:
         return None
 
     def close(self) -> dict[str, Any]:
-        if self._wakeup is not None and self._wakeup.active():
-            self._wakeup.cancel()
+        self._wakeup.cancel()
         while self.waiting:  # keep waiting retries in the persisted queues; they carry not_before
             self._enqueue(heapq.heappop(self.waiting)[2])
         state = {domain: queue.close() for domain, queue in self.queues.items()}

@@ -20,7 +20,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 
-from crawler.frontier.meta import DOMAIN, RESERVATION
+from crawler.frontier.meta import DOMAIN, HOLDER, RESERVATION
 from crawler.robots.cache import CACHED_RESPONSE_FLAG
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.politeness.policy import Change, Outcome
@@ -68,9 +68,10 @@ class LimiterMiddleware:
     def process_response(self, request: Request, response: Response) -> Response:
         domain = request.meta.pop(DOMAIN, None)
         reservation = request.meta.pop(RESERVATION, None)
+        holder = request.meta.pop(HOLDER, "")
         if domain is None:
             return response
-        self.limiter.finish(domain)
+        self.limiter.finish(domain, holder)
         if CACHED_RESPONSE_FLAG in response.flags:
             if reservation is not None:
                 self.limiter.unreserve(domain, reservation)
@@ -91,9 +92,10 @@ class LimiterMiddleware:
     def process_exception(self, request: Request, exception: Exception) -> None:
         domain = request.meta.pop(DOMAIN, None)
         reservation = request.meta.pop(RESERVATION, None)
+        holder = request.meta.pop(HOLDER, "")
         if domain is None:
             return
-        self.limiter.finish(domain)
+        self.limiter.finish(domain, holder)
         if isinstance(exception, IgnoreRequest):
             # Dropped before reaching the network (robots.txt, a filter): the slot was not used.
             if reservation is not None:

@@ -25,11 +25,13 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
-from crawler.frontier.meta import DOMAIN, RESERVATION, domain_key, wake_engine
+from crawler.frontier.meta import DOMAIN, HOLDER, RESERVATION, domain_key, robots_holder, wake_engine
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.robots.cache import CACHED_RESPONSE_FLAG, RobotsCache, RobotsEntry
 from crawler.robots.rules import MAX_BYTES, RobotsRules
 from crawler.robots.status import rules_for_status, unreachable
+from crawler.shared.connection import shared_services
+from crawler.shared.robots import SharedRobots, SharedRobotsFile
 from crawler.storage.shared import shared_storage
 
 logger = logging.getLogger(__name__)
@@ -52,6 +54,8 @@ class RobotsMiddleware:
             retry_after=settings.getfloat("CRAWLER_ROBOTS_RETRY_SECONDS"),
         )
         self._fetching: dict[str, asyncio.Future[RobotsEntry]] = {}
+        services = shared_services(crawler)
+        self.shared = SharedRobots(services.frontier) if services is not None else None
         _registry[crawler] = self
 
     @classmethod
@@ -84,7 +88,23 @@ class RobotsMiddleware:
 
     # --- for the frontier ------------------------------------------------------------------------
     def ready(self, domain: str) -> bool:
-        return self.cache.get(domain, self.limiter.clock()) is not None
+        return self._cached(domain, self.limiter.clock()) is not None
+
+    def _cached(self, domain: str, now: float) -> RobotsEntry | None:
+        """The domain's rules from this process's cache, else from the crawl's shared one."""
+        entry = self.cache.get(domain, now)
+        if entry is None and self.shared is not None:
+            file = self.shared.get(domain, now)
+            if file is not None:
+                entry = self.cache.put(domain, self._rules(file.status, file.body), file.status, file.body, file.fetched_at)
+                entry.expires_at = file.expires_at
+        return entry
+
+    def publish(self, domain: str) -> None:
+        """Share rules this process already has (from an earlier job) with the crawl's others."""
+        entry = self.cache.get(domain, self.limiter.clock())
+        if entry is not None and self.shared is not None:
+            self.shared.put(domain, SharedRobotsFile(entry.status, entry.body, entry.fetched_at, entry.expires_at))
 
     def fetching(self, domain: str) -> bool:
         return domain in self._fetching
@@ -95,7 +115,7 @@ class RobotsMiddleware:
         if future is None:
             meta = {"dont_obey_robotstxt": True, "dont_retry": True, "redirect_ttl": 5, "handle_httpstatus_all": True}
             if reservation is not None:
-                meta.update({DOMAIN: domain, RESERVATION: reservation})
+                meta.update({DOMAIN: domain, RESERVATION: reservation, HOLDER: robots_holder(domain)})
             request = Request(f"{scheme}://{domain}/robots.txt", meta=meta, priority=1000, dont_filter=True)
             future = self._fetching[domain] = asyncio.ensure_future(self._fetch(domain, request))
         return future
@@ -121,6 +141,7 @@ class RobotsMiddleware:
 
     def _store(self, domain: str, rules: RobotsRules, status: int | None, body: bytes) -> RobotsEntry:
         entry = self.cache.put(domain, rules, status, body, self.limiter.clock())
+        self.publish(domain)
         previous = self.limiter.state(domain).robots_delay
         self.limiter.set_robots_delay(domain, rules.crawl_delay)
         if rules.crawl_delay is not None and rules.crawl_delay != previous:
@@ -144,12 +165,12 @@ class RobotsMiddleware:
         domain = domain_key(request)
         now = self.limiter.clock()
         if urlparse_cached(request).path == "/robots.txt":
-            entry = self.cache.get(domain, now)
+            entry = self._cached(domain, now)
             if entry is not None and entry.status is not None:
                 return Response(request.url, status=entry.status, body=entry.body, flags=[CACHED_RESPONSE_FLAG], request=request)
         if request.meta.get("dont_obey_robotstxt"):
             return None
-        entry = self.cache.get(domain, now)
+        entry = self._cached(domain, now)
         if entry is None:  # a request that did not come through the frontier waits for the rules
             entry = await self.fetch(domain, urlparse_cached(request).scheme)
         decision = entry.rules.decide(request.url)

@@ -25,10 +25,13 @@ from crawler.items import PageItem, SitemapEntryItem
 from crawler.pipelines.rows import json_safe, page_row, sitemap_entry_row
 from crawler.storage import StorageUnavailable, open_backend
 from crawler.storage.backend import Batch, JobRecord
+from crawler.storage.schema import PAGE_COLUMNS
 from crawler.storage.shared import register
+from crawler.storage.signals import rows_committed
 
 logger = logging.getLogger(__name__)
 
+_URL = PAGE_COLUMNS.index("url")
 _FAILED_STATUSES = frozenset({"error"})
 _FETCHED_STATUSES = frozenset({"fetched", "noindex"})
 
@@ -152,6 +155,7 @@ class StoragePipeline:
                 batch = self.pending.head(self.batch_size)
                 await self._until_available(lambda: self._write(batch), "write rows")
                 self.pending.remove(batch)
+                self._committed(batch)
                 items = len(batch.pages) + len(batch.new_pages) + len(batch.sitemap_entries)
                 self.counters["rows_written"] += items
                 self.stats.inc_value("storage/rows_written", items)
@@ -231,7 +235,13 @@ class StoragePipeline:
             len(self.pending),
             self._unsaved_path(),
         )
+        self._committed(self.pending)
         self.pending = Batch()
+
+    def _committed(self, batch: Batch) -> None:
+        urls = [row[_URL] for row in (*batch.pages, *batch.new_pages)]
+        if urls:
+            self.crawler.signals.send_catch_log(rows_committed, urls=urls)
 
     def _append_unsaved(self, kind: str, rows: list[tuple[Any, ...]], reason: str) -> None:
         if not rows:

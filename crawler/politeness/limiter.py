@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 from weakref import WeakKeyDictionary
 
 from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings
 
 from crawler.politeness.policy import DomainState, Outcome, Policy, PolicyConfig
 
@@ -35,24 +37,23 @@ class DomainLimiter:
     def can_start(self, domain: str, now: float | None = None) -> bool:
         return self.policy.can_start(self.state(domain), self.clock() if now is None else now)
 
-    def start(self, domain: str, now: float | None = None) -> float:
+    def start(self, domain: str, now: float | None = None, holder: str = "") -> Any:
+        """Reserve the domain's next slot for ``holder``; returns the reservation, which only
+        ``unreserve`` reads."""
         return self.policy.start(self.state(domain), self.clock() if now is None else now)
 
-    def try_start(self, domain: str) -> bool:
-        """Reserve the domain's next slot now if it is ready."""
+    def try_start(self, domain: str, holder: str = "") -> Any:
+        """Reserve the domain's next slot now if it is ready: the reservation, or None."""
         now = self.clock()
-        if not self.can_start(domain, now):
-            return False
-        self.start(domain, now)
-        return True
+        return self.start(domain, now, holder) if self.can_start(domain, now) else None
 
     def sent(self, domain: str) -> None:
         self.policy.sent(self.state(domain), self.clock())
 
-    def unreserve(self, domain: str, reservation: float) -> None:
+    def unreserve(self, domain: str, reservation: Any) -> None:
         self.policy.unreserve(self.state(domain), reservation)
 
-    def finish(self, domain: str) -> None:
+    def finish(self, domain: str, holder: str = "") -> None:
         self.policy.finish(self.state(domain))
 
     def success(self, domain: str, latency: float | None = None) -> Outcome:
@@ -80,8 +81,7 @@ class DomainLimiter:
         return self.policy.concurrency(self.state(domain))
 
 
-def policy_config(crawler: Crawler) -> PolicyConfig:
-    settings = crawler.settings
+def policy_config(settings: BaseSettings) -> PolicyConfig:
     if not settings.getbool("CRAWLER_LIMITER_ENABLED"):
         # No pacing at all: no delay, no per-domain limit beyond Scrapy's own.
         return PolicyConfig(default_delay=0, base_concurrency=1_000_000, latency_factor=0, circuit_failures=1_000_000)
@@ -108,5 +108,13 @@ def limiter_for(crawler: Crawler) -> DomainLimiter:
     """The crawler's one limiter, created on first use."""
     limiter = _limiters.get(crawler)
     if limiter is None:
-        limiter = _limiters[crawler] = DomainLimiter(Policy(policy_config(crawler)))
+        policy = Policy(policy_config(crawler.settings))
+        # Imported here: the shared limiter builds on this module.
+        from crawler.shared.connection import shared_services
+        from crawler.shared.limiter import SharedDomainLimiter
+
+        services = shared_services(crawler)
+        limiter = _limiters[crawler] = (
+            DomainLimiter(policy) if services is None else SharedDomainLimiter(policy, services.frontier)
+        )
     return limiter

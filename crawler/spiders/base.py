@@ -19,6 +19,8 @@ from crawler.frontier.seeds import parse_seeds
 from crawler.identity import InvalidURL, UrlNormalizer
 from crawler.items import PageItem
 from crawler.outcomes import OutcomeRecorder
+from crawler.shared.connection import crawl_id, shared_services
+from crawler.shared.scope import SharedScope
 
 # Spider arguments that are settings: ``-a max_pages=50`` is ``-s CRAWLER_MAX_PAGES=50``.
 ARGUMENT_SETTINGS = {
@@ -33,17 +35,27 @@ class BaseCrawlSpider(Spider):
     seeds: list[str]
     job_id: str
 
-    def __init__(self, url: str | None = None, seeds_file: str | None = None, job_id: str | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        url: str | None = None,
+        seeds_file: str | None = None,
+        job_id: str | None = None,
+        crawl: str | None = None,
+        **kwargs: Any,
+    ):
         # scrapyd passes its job id as ``_job``
         self.job_id = job_id or kwargs.pop("_job", None) or uuid.uuid4().hex
         super().__init__(**kwargs)
-        self.seeds = parse_seeds(url, seeds_file)
+        # A worker joining a named shared crawl may start without seeds (``scrapy seed`` adds them).
+        self.seeds = parse_seeds(url, seeds_file) if url or seeds_file or not crawl else []
+        self.crawl_id = crawl_id(self.name, self.seeds, crawl)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         for argument, setting in ARGUMENT_SETTINGS.items():
             if argument in kwargs:
                 crawler.settings.set(setting, kwargs.pop(argument), priority="spider")
+        kwargs.setdefault("crawl", crawler.settings.get("CRAWLER_CRAWL_ID") or None)
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider._configure(crawler)
         return spider
@@ -53,7 +65,9 @@ class BaseCrawlSpider(Spider):
         self.normalize = UrlNormalizer(settings.getlist("CRAWLER_TRACKING_PARAMS"))
         self.recorder = OutcomeRecorder(settings, self.normalize, self.job_id, settings["BOT_NAME"])
         self.max_pages = settings.getint("CRAWLER_MAX_PAGES")
-        self.scope = Scope(settings.get("CRAWLER_SCOPE"))
+        services = shared_services(crawler, self.crawl_id)
+        mode = settings.get("CRAWLER_SCOPE")
+        self.scope = Scope(mode) if services is None else SharedScope(mode, services.client, services.key("scope"))
         self.seen: set[str] = set()
         self.pages_scheduled = 0
 

@@ -1,0 +1,31 @@
+"""Wake the engine at a given time, so that it asks the frontier again when a domain becomes
+ready; Scrapy's engine otherwise asks only every 5 s."""
+
+from __future__ import annotations
+
+from scrapy.crawler import Crawler
+from twisted.internet import reactor
+from twisted.internet.base import DelayedCall
+
+from crawler.frontier.meta import wake_engine
+
+
+class EngineWakeup:
+    def __init__(self, crawler: Crawler):
+        self.crawler = crawler
+        self._call: DelayedCall | None = None
+
+    def at(self, delay: float) -> None:
+        """Wake the engine in ``delay`` seconds, unless a wake-up is due sooner."""
+        # Our own timer, not the engine's CallLaterOnce with a delay: a pending delayed call
+        # there would swallow the engine's own immediate schedule() calls until it fires.
+        delay = max(0.0, delay)
+        if self._call is not None and self._call.active():
+            if self._call.getTime() <= reactor.seconds() + delay:
+                return
+            self._call.cancel()
+        self._call = reactor.callLater(delay, wake_engine, self.crawler)
+
+    def cancel(self) -> None:
+        if self._call is not None and self._call.active():
+            self._call.cancel()

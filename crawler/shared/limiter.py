@@ -1,0 +1,127 @@
+"""The domain limiter with its state in Redis, shared by every process of the crawl.
+
+The policy stays the pure one of ``crawler.politeness.policy``. Slots (reserve, sent, give back,
+finish) are single script calls; outcomes (success, 429, failure, robots delay) read the
+domain's state, apply the policy and write it back in one optimistic transaction, retried if
+any process changed the domain meanwhile. What the frontier script needs of the policy's
+verdict is written beside the state: the effective delay, the concurrency and the time until
+which the domain is held (a 429 block or an open circuit), so a 429 seen by one process stops
+every process at its next pop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any, TypeVar
+
+import redis
+
+from crawler.politeness.limiter import DomainLimiter
+from crawler.politeness.policy import DomainState, Policy
+from crawler.shared.store import SharedFrontier
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Written by the frontier script, not part of the JSON state.
+_SLOT_FIELDS = ("next", "prev", "last")
+_SLOT_ATTRIBUTES = ("next_start", "previous_next_start", "last_start")
+_TRANSIENT = frozenset({*_SLOT_ATTRIBUTES, "inflight"})
+
+
+class SharedDomainLimiter(DomainLimiter):
+    def __init__(self, policy: Policy, frontier: SharedFrontier):
+        super().__init__(policy, frontier.clock)
+        self.frontier = frontier
+        self.client = frontier.client
+
+    # --- state -------------------------------------------------------------------------------
+    def state(self, domain: str) -> DomainState:
+        """A snapshot of the domain's shared state."""
+        return _decode(self.client.hmget(self.frontier.domain_key(domain), "state", *_SLOT_FIELDS))
+
+    def _apply(self, domain: str, change: Callable[[DomainState], T], *, only_if_new: bool = False) -> T | None:
+        key = self.frontier.domain_key(domain)
+        with self.client.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    fields = pipe.hmget(key, "state", *_SLOT_FIELDS)
+                    if only_if_new and fields[0] is not None:
+                        return None
+                    state = _decode(fields)
+                    result = change(state)
+                    pipe.multi()
+                    self.frontier.update(domain, self._fields(state), client=pipe)
+                    pipe.execute()
+                    return result
+                except redis.WatchError:
+                    continue  # another process changed the domain: apply to its new state
+
+    def _fields(self, state: DomainState) -> dict[str, Any]:
+        policy = self.policy
+        learned = {k: v for k, v in asdict(state).items() if k not in _TRANSIENT}
+        return {
+            "state": json.dumps(learned, separators=(",", ":")),
+            "next": f"{state.next_start:.6f}",
+            "delay": repr(policy.effective_delay(state)),
+            "limit": 1 if state.circuit_open_until is not None else policy.concurrency(state),
+            "hold": repr(max(state.blocked_until, state.circuit_open_until or 0.0)),
+        }
+
+    # --- slots -------------------------------------------------------------------------------
+    def can_start(self, domain: str, now: float | None = None) -> bool:
+        state = self.state(domain)
+        now = self.clock() if now is None else now
+        inflight = self.client.zcount(self.frontier.key("inflight", domain), now, "+inf")
+        limit = 1 if state.circuit_open_until is not None else self.policy.concurrency(state)
+        return now >= self.policy.ready_at(state) and inflight < limit
+
+    def start(self, domain: str, now: float | None = None, holder: str = "") -> str:
+        return self.frontier.reserve(domain, holder or f"robots:{domain}")
+
+    def try_start(self, domain: str, holder: str = "") -> str | None:
+        return self.frontier.try_reserve(domain, holder or f"robots:{domain}")
+
+    def sent(self, domain: str) -> None:
+        self.frontier.sent(domain)
+
+    def unreserve(self, domain: str, reservation: Any) -> None:
+        self.frontier.unreserve(domain, str(reservation))
+
+    def finish(self, domain: str, holder: str = "") -> None:
+        self.frontier.finish(domain, holder or f"robots:{domain}")
+
+    # --- outcomes ----------------------------------------------------------------------------
+    def success(self, domain: str, latency: float | None = None) -> Any:
+        return self._apply(domain, lambda s: self.policy.on_success(s, self.clock(), latency))
+
+    def failure(self, domain: str) -> bool:
+        return bool(self._apply(domain, lambda s: self.policy.on_failure(s, self.clock())))
+
+    def blocked(self, domain: str, retry_after: float | None = None) -> Any:
+        return self._apply(domain, lambda s: self.policy.on_blocked(s, self.clock(), retry_after))
+
+    def set_robots_delay(self, domain: str, delay: float | None) -> None:
+        self._apply(domain, lambda s: self.policy.set_robots_delay(s, delay))
+
+    def learned(self, domain: str, delay: float, floor: float) -> None:
+        """Seed a domain with what earlier crawls learned, unless the running crawl has state
+        of its own for it (another process learned it already)."""
+
+        def seed(state: DomainState) -> None:
+            state.learned_delay, state.floor = delay, floor
+
+        self._apply(domain, seed, only_if_new=True)
+
+
+def _decode(fields: list[Any]) -> DomainState:
+    state = DomainState(**json.loads(fields[0])) if fields[0] else DomainState()
+    for attribute, value in zip(_SLOT_ATTRIBUTES, fields[1:]):
+        if value is not None:
+            setattr(state, attribute, float(value))
+    return state
