@@ -10,12 +10,14 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+import redis
 
 from tests.helpers import Database
 from tests.testweb import TestWeb
 
 POSTGRES_ADMIN_URL = os.environ.get("CRAWLER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_ADDRESS = ("127.0.0.1", 6379)
+REDIS_URL = f"redis://{REDIS_ADDRESS[0]}:{REDIS_ADDRESS[1]}/0"
 
 WEB_SITES = {
     "links": "links",
@@ -71,3 +73,33 @@ def database(request: pytest.FixtureRequest, tmp_path) -> Iterator[Database]:
     finally:
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def redis_client() -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(REDIS_URL)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def crawl_name(redis_client: redis.Redis) -> Iterator[str]:
+    """A crawl id of its own, whose keys are deleted afterwards."""
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    yield name
+    keys = list(redis_client.scan_iter(match=f"crawler:{name}:*", count=1000))
+    if keys:
+        redis_client.delete(*keys)
+
+
+@pytest.fixture(params=["in-process", "redis"])
+def frontier(request: pytest.FixtureRequest) -> dict[str, str]:
+    """Settings of a crawl whose frontier is in the process, or shared through Redis."""
+    if request.param == "in-process":
+        return {}
+    return {
+        "REDIS_URL": REDIS_URL,
+        "CRAWLER_CRAWL_ID": request.getfixturevalue("crawl_name"),
+        # longer than the start-up of a crawl process, so that processes started together meet
+        "CRAWLER_IDLE_CLOSE_SECONDS": "3",
+    }

@@ -56,20 +56,37 @@ class Database:
         return {row[0]: dict(zip(columns, row)) for row in rows}
 
 
-def crawl(spider: str, database: Database, *args: str, settings: dict[str, str] | None = None, timeout: float = 300, **arguments: str) -> subprocess.CompletedProcess[str]:
-    """Run ``scrapy crawl SPIDER -a k=v … -s K=V …`` in the project; fail on a non-zero exit."""
+def crawl_command(spider: str, database: Database, *args: str, settings: dict[str, str] | None = None, **arguments: str) -> list[str]:
+    """``scrapy crawl SPIDER -a k=v … -s K=V …`` with the test settings."""
     command = [sys.executable, "-m", "scrapy", "crawl", spider]
     for name, value in arguments.items():
         command += ["-a", f"{name}={value}"]
     for name, value in {**FAST, "DATABASE_URL": database.url, **(settings or {})}.items():
         command += ["-s", f"{name}={value}"]
-    command += list(args)
+    return command + list(args)
+
+
+def crawl_environment() -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("DATABASE_URL", None)
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+    env.pop("REDIS_URL", None)
+    return env
+
+
+def crawl(spider: str, database: Database, *args: str, settings: dict[str, str] | None = None, timeout: float = 300, **arguments: str) -> subprocess.CompletedProcess[str]:
+    """Run a crawl the way users do; fail on a non-zero exit or a traceback."""
+    command = crawl_command(spider, database, *args, settings=settings, **arguments)
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=crawl_environment())
     assert result.returncode == 0, result.stderr[-5000:]
     assert "Traceback" not in result.stderr, result.stderr[-5000:]
     return result
+
+
+def start_crawl(spider: str, database: Database, log: Path, *args: str, settings: dict[str, str] | None = None, **arguments: str) -> subprocess.Popen[bytes]:
+    """Start a crawl in the background, its output in ``log``."""
+    command = crawl_command(spider, database, *args, settings=settings, **arguments)
+    with log.open("wb") as output:
+        return subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, env=crawl_environment())
 
 
 def project_settings(**overrides: Any) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Politeness on the local test web, asserted from the server's own request log."""
+"""Politeness on the local test web, asserted from the server's own request log, with the
+frontier in the process and shared through Redis."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ def _starts(web: TestWeb, label: str) -> list[float]:
     return sorted(entry.start for entry in web.log(label))
 
 
-def test_crawl_delay_spaces_every_request_including_robots_txt(web: TestWeb, database: Database) -> None:
+def test_crawl_delay_spaces_every_request_including_robots_txt(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
     web.clear()
-    crawl("links", database, url=web.url("delayed"))
+    crawl("links", database, url=web.url("delayed"), settings=frontier)
     starts = _starts(web, "delayed")
     assert len(starts) == 14  # robots.txt, / and 12 pages
     gaps = [b - a for a, b in zip(starts, starts[1:])]
@@ -22,18 +23,18 @@ def test_crawl_delay_spaces_every_request_including_robots_txt(web: TestWeb, dat
     assert [e.path for e in web.log("delayed")].count("/robots.txt") == 1
 
 
-def test_a_slow_domain_does_not_slow_another(web: TestWeb, database: Database) -> None:
+def test_a_slow_domain_does_not_slow_another(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
     web.clear()
-    crawl("links", database, url=f"{web.url('delayed')},{web.url('fast')}")
+    crawl("links", database, url=f"{web.url('delayed')},{web.url('fast')}", settings=frontier)
     fast, delayed = _starts(web, "fast"), _starts(web, "delayed")
     assert len(fast) == 42 and len(delayed) == 14
     assert fast[-1] - fast[0] < 1.5  # 40 pages while the delayed host has done a handful
     assert delayed[-1] - delayed[0] >= 12 * 0.3 - TOLERANCE
 
 
-def test_429_blocks_the_domain_for_retry_after_and_nothing_is_lost(web: TestWeb, database: Database) -> None:
+def test_429_blocks_the_domain_for_retry_after_and_nothing_is_lost(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
     web.clear()
-    crawl("links", database, url=web.url("limited"), settings={"CRAWLER_MIN_DELAY": "0"})
+    crawl("links", database, url=web.url("limited"), settings={**frontier, "CRAWLER_MIN_DELAY": "0"})
     log = sorted(web.log("limited"), key=lambda e: e.start)
     refused = [e for e in log if e.status == 429]
     assert refused, "the hidden rate limit was never hit"
@@ -48,20 +49,20 @@ def test_429_blocks_the_domain_for_retry_after_and_nothing_is_lost(web: TestWeb,
     assert delay > 0
 
 
-def test_learned_delay_is_loaded_by_the_next_run(web: TestWeb, database: Database) -> None:
+def test_learned_delay_is_loaded_by_the_next_run(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
     web.clear()
-    crawl("links", database, url=web.url("limited"))
+    crawl("links", database, url=web.url("limited"), settings=frontier)
     first = sum(1 for e in web.log("limited") if e.status == 429)
     web.clear()
-    result = crawl("links", database, url=web.url("limited"), job_id="second")
+    result = crawl("links", database, url=web.url("limited"), job_id="second", settings=frontier)
     second = sum(1 for e in web.log("limited") if e.status == 429)
     assert "Loaded learned delays of 1 domains" in result.stderr
     assert second <= max(1, first // 4), (first, second)
 
 
-def test_robots_decisions_are_recorded_with_the_matched_rule(web: TestWeb, database: Database) -> None:
+def test_robots_decisions_are_recorded_with_the_matched_rule(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
     web.clear()
-    crawl("links", database, url=web.url("fast"))
+    crawl("links", database, url=web.url("fast"), settings=frontier)
     rows = database.pages()
     blocked = rows[web.url("fast", "/private/page")]
     assert blocked["status"] == "blocked_by_robots" and blocked["error"] == "Forbidden by robots.txt: Disallow: /private"
@@ -74,28 +75,28 @@ def test_robots_decisions_are_recorded_with_the_matched_rule(web: TestWeb, datab
     assert status == 200 and "Disallow: /private" in text
 
 
-def test_robots_txt_server_error_disallows_everything_for_now(web: TestWeb, database: Database) -> None:
+def test_robots_txt_server_error_disallows_everything_for_now(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
     web.clear()
-    crawl("links", database, url=web.url("robots-503"))
+    crawl("links", database, url=web.url("robots-503"), settings=frontier)
     (row,) = database.pages().values()
     assert row["status"] == "blocked_by_robots" and "HTTP 503" in row["error"]
     assert [e.path for e in web.log("robots-503")] == ["/robots.txt"]
 
 
-def test_robots_txt_not_found_allows_everything(web: TestWeb, database: Database) -> None:
+def test_robots_txt_not_found_allows_everything(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
     web.clear()
-    crawl("links", database, url=web.url("robots-404"))
+    crawl("links", database, url=web.url("robots-404"), settings=frontier)
     rows = database.pages()
     assert len(rows) == 7 and rows[web.url("robots-404", "/private/page")]["status"] == "error"  # 404 page
 
 
-def test_robots_txt_stored_by_a_job_is_reused_while_valid(web: TestWeb, database: Database) -> None:
+def test_robots_txt_stored_by_a_job_is_reused_while_valid(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
     web.clear()
-    crawl("links", database, url=web.url("fast"), max_pages="3")
+    crawl("links", database, url=web.url("fast"), max_pages="3", settings=frontier)
     web.clear()
-    result = crawl("links", database, url=web.url("fast"), max_pages="3", job_id="again")
+    result = crawl("links", database, url=web.url("fast"), max_pages="3", job_id="again", settings=frontier)
     assert "Reusing the stored robots.txt of 1 domains" in result.stderr
     assert "/robots.txt" not in [e.path for e in web.log("fast")]
     web.clear()
-    crawl("links", database, url=web.url("fast"), max_pages="3", job_id="expired", settings={"CRAWLER_ROBOTS_TTL": "1"})
+    crawl("links", database, url=web.url("fast"), max_pages="3", job_id="expired", settings={**frontier, "CRAWLER_ROBOTS_TTL": "1"})
     assert "/robots.txt" in [e.path for e in web.log("fast")]

@@ -9,6 +9,8 @@ import pytest
 from crawler.politeness.limiter import DomainLimiter
 from crawler.politeness.policy import Change, DomainState, Policy, PolicyConfig, fibonacci
 from crawler.politeness.retry_after import retry_after_seconds
+from crawler.shared.limiter import SharedDomainLimiter
+from crawler.shared.store import FrontierConfig, SharedFrontier
 
 
 def _policy(**config) -> Policy:
@@ -261,34 +263,67 @@ def test_retry_after_values() -> None:
         assert retry_after_seconds(junk, now) is None
 
 
-def test_limiter_uses_its_clock() -> None:
+@pytest.fixture(params=["in-process", "redis"])
+def make_limiter(request: pytest.FixtureRequest):
+    """The limiter of one process, or the one whose state is in Redis (shared by processes)."""
+
+    def make(policy: Policy, clock) -> DomainLimiter:
+        if request.param == "in-process":
+            return DomainLimiter(policy, clock=clock)
+        client, name = request.getfixturevalue("redis_client"), request.getfixturevalue("crawl_name")
+        config = FrontierConfig(policy.effective_delay(DomainState()), policy.concurrency(DomainState()), robots=False)
+        return SharedDomainLimiter(policy, SharedFrontier(client, f"crawler:{name}", config, clock=clock))
+
+    return make
+
+
+def test_limiter_uses_its_clock(make_limiter) -> None:
     clock = [100.0]
-    limiter = DomainLimiter(_policy(default_delay=2.0), clock=lambda: clock[0])
-    assert limiter.try_start("a.example")
-    assert limiter.try_start("a.example") is None
-    assert limiter.try_start("b.example")  # one domain does not hold up another
+    limiter = make_limiter(_policy(default_delay=2.0), lambda: clock[0])
+    assert limiter.try_start("a.example", "a1")
+    assert limiter.try_start("a.example", "a2") is None
+    assert limiter.try_start("b.example", "b1")  # one domain does not hold up another
     clock[0] = 102.0
-    assert limiter.try_start("a.example")
+    assert limiter.try_start("a.example", "a3")
     limiter.blocked("b.example", retry_after=10)  # at 102: blocked until 112
     clock[0] = 111.9
     assert not limiter.can_start("b.example")
     clock[0] = 112.0
     assert limiter.can_start("b.example")
-    assert limiter.try_start("b.example")
+    assert limiter.try_start("b.example", "b2")
     clock[0] = 200.0
     assert not limiter.can_start("b.example")  # concurrency 2 reached: two in flight
-    limiter.finish("b.example")
+    limiter.finish("b.example", "b1")
     assert limiter.can_start("b.example")
+
+
+def test_outcomes_learn_the_same_in_both_limiters(make_limiter) -> None:
+    clock = [100.0]
+    limiter = make_limiter(_policy(default_delay=0.2), lambda: clock[0])
+    limiter.set_robots_delay("a.example", 0.5)
+    assert limiter.effective_delay("a.example") == 0.5
+    outcome = limiter.blocked("a.example")
+    assert outcome.block == 1 and limiter.effective_delay("a.example") == pytest.approx(0.625)
+    for _ in range(5):
+        assert not limiter.failure("a.example") or _ == 4
+    assert limiter.state("a.example").circuit_open_until == pytest.approx(160.0)
+    assert limiter.concurrency("a.example") == 2
+    limiter.learned("b.example", 3.0, 2.0)
+    assert limiter.effective_delay("b.example") == 3.0
 
 
 def test_a_robots_delay_learned_after_a_start_spaces_the_next_one() -> None:
     policy = _policy(default_delay=0.0)
     state = DomainState()
     policy.start(state, 10.0)  # robots.txt itself, before its delay is known
-    policy.set_robots_delay(state, 0.3)
+    policy.set_robots_delay(state, 0.3, 10.0)
     assert not policy.can_start(state, 10.29) and policy.can_start(state, 10.3)
+    late = DomainState()
+    policy.start(late, 10.0)
+    policy.set_robots_delay(late, 0.3, 10.2)  # the rules arrive 0.2 s after the fetch left
+    assert not policy.can_start(late, 10.49) and policy.can_start(late, 10.5)
     fresh = DomainState()
-    policy.set_robots_delay(fresh, 5)
+    policy.set_robots_delay(fresh, 5, 0.0)
     assert policy.can_start(fresh, 0.0)
 
 

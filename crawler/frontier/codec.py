@@ -10,6 +10,7 @@ on the same site is written as a path, so a typical request costs little more th
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Iterable
 from datetime import datetime
@@ -35,6 +36,8 @@ class RequestCodec:
         self.spider = spider
         self.meta_keys = tuple(meta_keys)
         self.local_keys = frozenset(local_keys)
+        # The spider's usual pair is left out of every request that uses it.
+        self.callback, self.errback = getattr(spider, "default_callbacks", (None, None))
 
     def encode(self, request: Request, key: str) -> str:
         if not self.local_keys.isdisjoint(request.meta):
@@ -42,10 +45,10 @@ class RequestCodec:
         data: dict[str, Any] = {}
         if request.url != key:
             data["u"] = request.url
-        if request.callback is not None:
-            data["c"] = self._method_name(request.callback, request)
-        if request.errback is not None:
-            data["e"] = self._method_name(request.errback, request)
+        for field, function, default in (("c", request.callback, self.callback), ("e", request.errback, self.errback)):
+            name = None if function is None else self._method_name(function, request)
+            if name != default:
+                data[field] = name
         if request.priority:
             data["p"] = request.priority
         if request.dont_filter:
@@ -89,8 +92,8 @@ class RequestCodec:
         headers = data.get("h")
         request = Request(
             url,
-            callback=self._method(data.get("c")),
-            errback=self._method(data.get("e")),
+            callback=self._method(data.get("c", self.callback)),
+            errback=self._method(data.get("e", self.errback)),
             priority=data.get("p", 0),
             dont_filter=bool(data.get("f")),
             method=data.get("M", "GET"),
@@ -109,8 +112,8 @@ class RequestCodec:
     def _method(self, name: str | None) -> Any:
         if name is None:
             return None
-        method = getattr(self.spider, name, None)
-        if not callable(method):
+        method = getattr(self.spider, name, None) if not name.startswith("_") else None
+        if not inspect.ismethod(method):
             raise UnserializableRequest(f"{name!r} is not a method of spider {self.spider.name}")
         return method
 

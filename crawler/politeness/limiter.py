@@ -67,7 +67,7 @@ class DomainLimiter:
         return self.policy.on_blocked(self.state(domain), self.clock(), retry_after)
 
     def set_robots_delay(self, domain: str, delay: float | None) -> None:
-        self.policy.set_robots_delay(self.state(domain), delay)
+        self.policy.set_robots_delay(self.state(domain), delay, self.clock())
 
     def learned(self, domain: str, delay: float, floor: float) -> None:
         """Seed a domain with what earlier crawls learned."""

@@ -172,12 +172,14 @@ class Policy:
     def finish(self, state: DomainState) -> None:
         state.inflight = max(0, state.inflight - 1)
 
-    def set_robots_delay(self, state: DomainState, delay: float | None) -> None:
-        """A new robots.txt delay applies from the last start: the fetch of robots.txt itself
-        is spaced from the page that follows it."""
+    def set_robots_delay(self, state: DomainState, delay: float | None, now: float) -> None:
+        """A new robots.txt delay applies from the moment the rules arrive (``now``), when the
+        domain has started anything: the fetch of robots.txt itself is spaced from the page
+        that follows it, however late the server saw that fetch (a first connection can reach
+        it tens of milliseconds after the request left the crawler)."""
         state.robots_delay = delay
         if state.last_start is not None:
-            state.next_start = max(state.next_start, state.last_start + self.effective_delay(state))
+            state.next_start = max(state.next_start, max(now, state.last_start) + self.effective_delay(state))
 
     # --- outcomes --------------------------------------------------------------------------
     def on_success(self, state: DomainState, now: float, latency: float | None = None) -> Outcome:

@@ -44,16 +44,13 @@ class SharedDomainLimiter(DomainLimiter):
         """A snapshot of the domain's shared state."""
         return _decode(self.client.hmget(self.frontier.domain_key(domain), "state", *_SLOT_FIELDS))
 
-    def _apply(self, domain: str, change: Callable[[DomainState], T], *, only_if_new: bool = False) -> T | None:
+    def _apply(self, domain: str, change: Callable[[DomainState], T]) -> T:
         key = self.frontier.domain_key(domain)
         with self.client.pipeline() as pipe:
             while True:
                 try:
                     pipe.watch(key)
-                    fields = pipe.hmget(key, "state", *_SLOT_FIELDS)
-                    if only_if_new and fields[0] is not None:
-                        return None
-                    state = _decode(fields)
+                    state = _decode(pipe.hmget(key, "state", *_SLOT_FIELDS))
                     result = change(state)
                     pipe.multi()
                     self.frontier.update(domain, self._fields(state), client=pipe)
@@ -107,16 +104,17 @@ class SharedDomainLimiter(DomainLimiter):
         return self._apply(domain, lambda s: self.policy.on_blocked(s, self.clock(), retry_after))
 
     def set_robots_delay(self, domain: str, delay: float | None) -> None:
-        self._apply(domain, lambda s: self.policy.set_robots_delay(s, delay))
+        self._apply(domain, lambda s: self.policy.set_robots_delay(s, delay, self.clock()))
 
     def learned(self, domain: str, delay: float, floor: float) -> None:
-        """Seed a domain with what earlier crawls learned, unless the running crawl has state
-        of its own for it (another process learned it already)."""
+        """Seed a domain with what earlier crawls learned, unless the running crawl has learned
+        something of its own for it (another process was there first)."""
 
         def seed(state: DomainState) -> None:
-            state.learned_delay, state.floor = delay, floor
+            if not (state.learned_delay or state.floor):
+                state.learned_delay, state.floor = delay, floor
 
-        self._apply(domain, seed, only_if_new=True)
+        self._apply(domain, seed)
 
 
 def _decode(fields: list[Any]) -> DomainState:

@@ -4,7 +4,8 @@ What it changes in scrapy-redis's: the queue and seen filter keys are the crawl'
 (``crawl_prefix``), so separate crawls never meet; the queue is kept when a process closes
 (another may still be working), and the leases the process still holds are given back; a
 process whose frontier is idle waits for work as long as any process may still add some
-(requests queued, delayed or leased), then ``CRAWLER_IDLE_CLOSE_SECONDS`` more (0: for ever);
+(requests queued, delayed or leased), then ``CRAWLER_IDLE_CLOSE_SECONDS`` more (0: for ever),
+and the process that closes a complete crawl deletes its keys;
 requests that carry objects only their process understands (sitemap discovery) stay in a
 local politeness-aware queue, paced by the same shared limiter.
 """
@@ -92,6 +93,8 @@ class SharedFrontierScheduler(RedisScheduler):
 
     def close(self, reason: str) -> None:
         self.queue.release()
+        if reason == "finished" and self._idle_since is not None:
+            self._clear_if_complete()
         if self._deferred:
             logger.error("Redis unavailable at shutdown: %d requests were not queued", len(self._deferred))
         if reason != "finished":
@@ -113,6 +116,16 @@ class SharedFrontierScheduler(RedisScheduler):
             logger.info("The shared frontier is empty; waiting for work")
         if not self.idle_close or now - self._idle_since < self.idle_close:
             raise DontCloseSpider
+
+    def _clear_if_complete(self) -> None:
+        """A crawl whose frontier stayed empty is complete: its keys go, so that the same
+        command started again is a new crawl rather than one with every URL already seen."""
+        try:
+            if self.queue.frontier.sizes().empty:
+                deleted = self.queue.frontier.clear()
+                logger.info("The shared crawl %s is complete: %d keys deleted", self.spider.crawl_id, deleted)
+        except REDIS_ERRORS as exc:
+            logger.warning("Could not clear the completed crawl's keys: %s", exc)
 
     def _enqueue_deferred(self) -> None:
         deferred, self._deferred = self._deferred, []

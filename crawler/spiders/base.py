@@ -34,6 +34,8 @@ ARGUMENT_SETTINGS = {
 class BaseCrawlSpider(Spider):
     seeds: list[str]
     job_id: str
+    default_callbacks = ("parse_page", "page_failed")
+    """The callback and errback of most requests, which the shared frontier does not store."""
 
     def __init__(
         self,

@@ -1,0 +1,187 @@
+"""The shared frontier in a real Redis, with a fake clock: two ``SharedFrontier`` objects on
+the same keys stand for two processes."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from crawler.politeness.policy import Policy, PolicyConfig
+from crawler.shared.limiter import SharedDomainLimiter
+from crawler.shared.store import FrontierConfig, SharedFrontier
+
+
+class Clock:
+    def __init__(self, now: float = 1_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def _frontier(client: redis.Redis, name: str, clock: Clock, **config) -> SharedFrontier:
+    settings = {"default_delay": 1.0, "default_concurrency": 2, "robots": False, "lease_seconds": 30.0, **config}
+    return SharedFrontier(client, f"crawler:{name}", FrontierConfig(**settings), clock=clock)
+
+
+@pytest.fixture
+def frontier(redis_client: redis.Redis, crawl_name: str, clock: Clock) -> SharedFrontier:
+    return _frontier(redis_client, crawl_name, clock)
+
+
+def _push(frontier: SharedFrontier, url: str, priority: int = 0, **options) -> None:
+    domain = url.split("/")[2]
+    frontier.push(domain, priority, f"{url}\t{{}}", **options)
+
+
+def _popped_url(frontier: SharedFrontier) -> str | None:
+    popped = frontier.pop()
+    return popped.request.partition("\t")[0] if popped.kind == "request" else None
+
+
+def test_highest_priority_first_then_first_in_first_out(frontier: SharedFrontier, clock: Clock) -> None:
+    for url, priority in [("http://a/1", 100), ("http://a/2", 300), ("http://a/3", 100), ("http://a/4", 300)]:
+        _push(frontier, url, priority)
+    order = []
+    for _ in range(4):
+        order.append(_popped_url(frontier))
+        frontier.finish("a", order[-1])
+        clock.now += 1.0
+    assert order == ["http://a/2", "http://a/4", "http://a/1", "http://a/3"]
+
+
+def test_a_domain_is_handed_out_only_when_its_slot_comes(frontier: SharedFrontier, clock: Clock) -> None:
+    for n in range(3):
+        _push(frontier, f"http://a/{n}")
+    _push(frontier, "http://b/0")
+    first = frontier.pop()
+    assert first.kind == "request" and first.reservation == f"{clock.now + 1.0:.6f}"
+    assert _popped_url(frontier) == "http://b/0"  # another domain is not held up
+    waiting = frontier.pop()
+    assert waiting.kind == "none" and waiting.next_ready == pytest.approx(1_001.0)
+    clock.now += 0.999
+    assert frontier.pop().kind == "none"
+    clock.now += 0.001
+    assert _popped_url(frontier) == "http://a/1"
+
+
+def test_two_processes_never_share_a_slot(redis_client: redis.Redis, crawl_name: str, clock: Clock) -> None:
+    one, two = _frontier(redis_client, crawl_name, clock), _frontier(redis_client, crawl_name, clock)
+    for n in range(10):
+        _push(one, f"http://a/{n}")
+    starts = []
+    for step in range(40):
+        for process in (one, two):
+            url = _popped_url(process)
+            if url is not None:
+                starts.append(clock.now)
+                process.finish("a", url)
+        clock.now += 0.25
+    assert len(starts) == 10
+    assert min(b - a for a, b in zip(starts, starts[1:])) >= 1.0
+
+
+def test_concurrency_is_counted_across_processes_and_freed_by_finish(redis_client: redis.Redis, crawl_name: str, clock: Clock) -> None:
+    one = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
+    two = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
+    for n in range(4):
+        _push(one, f"http://a/{n}")
+    assert _popped_url(one) == "http://a/0"
+    assert _popped_url(two) == "http://a/1"
+    assert one.pop().kind == two.pop().kind == "none"  # two in flight: the limit
+    two.finish("a", "http://a/1")
+    assert _popped_url(one) == "http://a/2"
+
+
+def test_an_expired_lease_goes_back_to_the_front_and_frees_its_slot(frontier: SharedFrontier, clock: Clock) -> None:
+    _push(frontier, "http://a/0")
+    _push(frontier, "http://a/1")
+    assert _popped_url(frontier) == "http://a/0"  # and never acknowledged: its worker died
+    clock.now += 1.0
+    assert _popped_url(frontier) == "http://a/1"
+    frontier.ack(["http://a/1"])
+    clock.now += 28.9  # at 1029.9: a/0 leased at 1000 for 30 s
+    assert frontier.pop().kind == "none"
+    clock.now += 0.1  # its lease expires
+    assert _popped_url(frontier) == "http://a/0"
+    sizes = frontier.sizes()
+    assert (sizes.queued, sizes.leased, sizes.reclaimed) == (0, 1, 1)
+
+
+def test_acknowledged_requests_are_gone_for_good(frontier: SharedFrontier, clock: Clock) -> None:
+    _push(frontier, "http://a/0")
+    assert _popped_url(frontier) == "http://a/0"
+    frontier.finish("a", "http://a/0")
+    frontier.ack(["http://a/0"])
+    clock.now += 1_000
+    assert frontier.pop().kind == "none"
+    assert frontier.sizes().empty
+
+
+def test_a_retry_takes_the_place_of_its_lease_and_waits_for_its_time(frontier: SharedFrontier, clock: Clock) -> None:
+    _push(frontier, "http://a/0")
+    assert _popped_url(frontier) == "http://a/0"
+    frontier.finish("a", "http://a/0")
+    _push(frontier, "http://a/0", not_before=clock.now + 5)
+    sizes = frontier.sizes()
+    assert (sizes.delayed, sizes.leased) == (1, 0)
+    clock.now += 4.9
+    assert frontier.pop().kind == "none"
+    clock.now += 0.1
+    assert _popped_url(frontier) == "http://a/0"
+
+
+def test_released_leases_come_back_at_once(frontier: SharedFrontier, clock: Clock) -> None:
+    _push(frontier, "http://a/0")
+    _push(frontier, "http://a/1")
+    assert _popped_url(frontier) == "http://a/0"
+    frontier.release(["http://a/0"])
+    clock.now += 1.0
+    assert _popped_url(frontier) == "http://a/0"
+
+
+def test_robots_txt_is_fetched_once_for_all_processes(redis_client: redis.Redis, crawl_name: str, clock: Clock) -> None:
+    one = _frontier(redis_client, crawl_name, clock, robots=True)
+    two = _frontier(redis_client, crawl_name, clock, robots=True)
+    _push(one, "http://a/0")
+    claim = one.pop()
+    assert (claim.kind, claim.domain, claim.request) == ("robots", "a", "http")
+    clock.now += 5
+    assert two.pop().kind == "none"  # another process fetches it: wait
+    one.robots_stored("a", clock.now + 3600)
+    assert _popped_url(two) == "http://a/0"
+
+
+def test_separate_crawls_do_not_see_each_other(redis_client: redis.Redis, crawl_name: str, clock: Clock) -> None:
+    one = _frontier(redis_client, crawl_name, clock)
+    other = _frontier(redis_client, crawl_name + "-other", clock)
+    try:
+        _push(one, "http://a/0")
+        assert other.pop().kind == "none" and other.sizes().empty
+        assert _popped_url(one) == "http://a/0"
+    finally:
+        other.clear()
+
+
+def test_a_429_seen_by_one_process_blocks_the_domain_for_all(redis_client: redis.Redis, crawl_name: str, clock: Clock) -> None:
+    frontier_one = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
+    frontier_two = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
+    policy = Policy(PolicyConfig(default_delay=0.0))
+    limiter_one = SharedDomainLimiter(policy, frontier_one)
+    for n in range(4):
+        _push(frontier_one, f"http://a/{n}")
+    assert _popped_url(frontier_two) == "http://a/0"
+    limiter_one.finish("a", "http://a/0")
+    limiter_one.blocked("a", retry_after=7)
+    assert frontier_two.pop().kind == "none"
+    clock.now += 6.99
+    assert frontier_two.pop().kind == "none"
+    clock.now += 0.01
+    assert _popped_url(frontier_two) == "http://a/1"
+    # and the delay learned from the 429 paces every process
+    assert SharedDomainLimiter(policy, frontier_two).effective_delay("a") == pytest.approx(0.05)
