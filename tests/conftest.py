@@ -7,6 +7,8 @@ import os
 import socket
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -34,6 +36,8 @@ WEB_SITES = {
     "robots-404": "paced:robots_status=404,pages=5",
     "broken": "paced:error_rate=1,error_status=500,pages=30",
     "refusing": "paced:refuse=0.3-100000,pages=10",  # robots.txt answered, then only 429s
+    "shared": "paced:crawl_delay=0.05,pages=150",
+    "killable": "paced:pages=300,latency_ms=250",
 }
 
 
@@ -58,10 +62,9 @@ def web() -> Iterator[TestWeb]:
         yield test_web
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request: pytest.FixtureRequest, tmp_path) -> Iterator[Database]:
-    """A fresh, empty database of each backend."""
-    if request.param == "sqlite":
+@contextmanager
+def _fresh_database(kind: str, tmp_path: Path) -> Iterator[Database]:
+    if kind == "sqlite":
         yield Database(f"sqlite:///{tmp_path / 'crawler.db'}")
         return
     name = f"crawler_test_{uuid.uuid4().hex[:12]}"
@@ -73,6 +76,20 @@ def database(request: pytest.FixtureRequest, tmp_path) -> Iterator[Database]:
     finally:
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    """A fresh, empty database of each backend."""
+    with _fresh_database(request.param, tmp_path) as fresh:
+        yield fresh
+
+
+@pytest.fixture
+def postgres_database(tmp_path: Path) -> Iterator[Database]:
+    """A fresh, empty PostgreSQL database, for what only a server database supports."""
+    with _fresh_database("postgresql", tmp_path) as fresh:
+        yield fresh
 
 
 @pytest.fixture

@@ -185,3 +185,11 @@ def test_a_429_seen_by_one_process_blocks_the_domain_for_all(redis_client: redis
     assert _popped_url(frontier_two) == "http://a/1"
     # and the delay learned from the 429 paces every process
     assert SharedDomainLimiter(policy, frontier_two).effective_delay("a") == pytest.approx(0.05)
+
+
+def test_a_request_is_marked_seen_in_the_step_that_queues_it(frontier: SharedFrontier) -> None:
+    seen = (frontier.key("seen", "7"), -1234567890123)
+    assert frontier.push("a", 0, "http://a/0\t{}", seen=seen)
+    assert not frontier.push("a", 0, "http://a/0\t{}", seen=seen)
+    assert frontier.sizes().queued == 1
+    assert frontier.client.sismember(seen[0], seen[1])

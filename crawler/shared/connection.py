@@ -22,6 +22,9 @@ from crawler.politeness.limiter import policy_config
 from crawler.politeness.policy import DomainState, Policy
 from crawler.shared.store import FrontierConfig, SharedFrontier
 
+REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError)
+"""Redis unavailable: the operation can be tried again later."""
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 

@@ -4,7 +4,8 @@ scrapy-redis's ``RFPDupeFilter`` keeps one 40-character hex fingerprint per requ
 (about 100 bytes each). Here the first 8 bytes of Scrapy's request fingerprint are a 64-bit
 integer in one of 16,384 small sets, which Redis stores as packed integer arrays: 8 bytes a
 request while a set holds at most ``set-max-intset-entries`` (512 by default, so about 8
-million requests). A false "seen" needs two requests with the same 64 bits: at a billion
+million requests). The frontier marks a request seen in the same step that queues it
+(``marker``), so a process killed between the two cannot lose it. A false "seen" needs two requests with the same 64 bits: at a billion
 requests, about 3 in 100,000 crawls.
 """
 
@@ -26,11 +27,16 @@ class SeenFilter(RFPDupeFilter):
         super().__init__(server, key, debug)
         self.fingerprinter = fingerprinter
 
-    def request_seen(self, request: Request) -> bool:
+    def marker(self, request: Request) -> tuple[str, int]:
+        """The set and the value that mark ``request`` seen."""
         fingerprint = self.fingerprinter.fingerprint(request)
         value = int.from_bytes(fingerprint[:8], "big", signed=True)
         bucket = int.from_bytes(fingerprint[8:10], "big") % BUCKETS
-        return self.server.sadd(f"{self.key}:{bucket}", value) == 0
+        return f"{self.key}:{bucket}", value
+
+    def request_seen(self, request: Request) -> bool:
+        key, value = self.marker(request)
+        return self.server.sadd(key, value) == 0
 
     def clear(self) -> None:
         for keys in batched(self.server.scan_iter(match=f"{self.key}:*", count=1000), 500):

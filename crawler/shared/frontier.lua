@@ -23,7 +23,6 @@ local default_delay = tonumber(ARGV[3])
 local default_limit = tonumber(ARGV[4])
 local robots_on = ARGV[5] == '1'
 local lease_seconds = tonumber(ARGV[6])
-local ROBOTS_CLAIM_SECONDS = 60
 
 local function num(value, default)
   local n = tonumber(value)
@@ -119,8 +118,10 @@ local function housekeeping()
 end
 
 if op == 'push' then
-  -- ARGV[7..]: domain, priority, request, not before, scheme
+  -- ARGV[7..]: domain, priority, request, not before, scheme, and optionally the seen-filter set
+  -- and value: a request already seen is not queued (0), in the same step that marks it seen.
   local d, prio, request, not_before, scheme = ARGV[7], ARGV[8], ARGV[9], num(ARGV[10], 0), ARGV[11]
+  if ARGV[12] and redis.call('SADD', ARGV[12], ARGV[13]) == 0 then return 0 end
   local key = lease_key(request)
   -- a retry or redirect of a leased request takes its lease's place
   if redis.call('ZREM', P .. ':leases', key) == 1 then redis.call('HDEL', P .. ':leasedata', key) end
@@ -144,7 +145,7 @@ elseif op == 'pop' then
       local k = dkey(d)
       if robots_pending(redis.call('HGET', k, 'robots_until')) then
         -- The domain's robots.txt comes first, fetched once for all processes on the domain's slot.
-        redis.call('HSET', k, 'robots_claim', fmt(now + ROBOTS_CLAIM_SECONDS))
+        redis.call('HSET', k, 'robots_claim', fmt(now + lease_seconds))  -- a dead fetcher's claim expires
         local reservation = reserve(d, 'robots:' .. d)
         refresh(d)
         return {'robots', d, redis.call('HGET', k, 'scheme') or 'http', reservation}

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, TypeVar
 
 import redis
 
+from crawler.frontier.meta import robots_holder
 from crawler.politeness.limiter import DomainLimiter
-from crawler.politeness.policy import DomainState, Policy
+from crawler.politeness.policy import DomainState, Outcome, Policy
+from crawler.shared.connection import REDIS_ERRORS
 from crawler.shared.store import SharedFrontier
 
 logger = logging.getLogger(__name__)
@@ -38,13 +41,33 @@ class SharedDomainLimiter(DomainLimiter):
         super().__init__(policy, frontier.clock)
         self.frontier = frontier
         self.client = frontier.client
+        self._warned_at = -1e9
+
+    def _safely(self, operation: Callable[[], T], default: T) -> T:
+        """Run a Redis operation; while Redis is away the crawl goes on without it: pacing
+        updates are lost (the frontier hands nothing out meanwhile) and slots free themselves
+        when their holders expire."""
+        try:
+            return operation()
+        except REDIS_ERRORS as exc:
+            now = time.monotonic()
+            if now - self._warned_at > 10:
+                self._warned_at = now
+                logger.warning("Redis unavailable (%s): domain pacing is not updated", exc)
+            return default
 
     # --- state -------------------------------------------------------------------------------
     def state(self, domain: str) -> DomainState:
         """A snapshot of the domain's shared state."""
+        return self._safely(lambda: self._load(domain), DomainState())
+
+    def _load(self, domain: str) -> DomainState:
         return _decode(self.client.hmget(self.frontier.domain_key(domain), "state", *_SLOT_FIELDS))
 
-    def _apply(self, domain: str, change: Callable[[DomainState], T]) -> T:
+    def _apply(self, domain: str, change: Callable[[DomainState], T], default: T) -> T:
+        return self._safely(lambda: self._transaction(domain, change), default)
+
+    def _transaction(self, domain: str, change: Callable[[DomainState], T]) -> T:
         key = self.frontier.domain_key(domain)
         with self.client.pipeline() as pipe:
             while True:
@@ -72,39 +95,41 @@ class SharedDomainLimiter(DomainLimiter):
 
     # --- slots -------------------------------------------------------------------------------
     def can_start(self, domain: str, now: float | None = None) -> bool:
-        state = self.state(domain)
-        now = self.clock() if now is None else now
+        return self._safely(lambda: self._can_start(domain, self.clock() if now is None else now), False)
+
+    def _can_start(self, domain: str, now: float) -> bool:
+        state = self._load(domain)
         inflight = self.client.zcount(self.frontier.key("inflight", domain), now, "+inf")
         limit = 1 if state.circuit_open_until is not None else self.policy.concurrency(state)
         return now >= self.policy.ready_at(state) and inflight < limit
 
-    def start(self, domain: str, now: float | None = None, holder: str = "") -> str:
-        return self.frontier.reserve(domain, holder or f"robots:{domain}")
+    def start(self, domain: str, now: float | None = None, holder: str = "") -> str | None:
+        return self._safely(lambda: self.frontier.reserve(domain, holder or robots_holder(domain)), None)
 
     def try_start(self, domain: str, holder: str = "") -> str | None:
-        return self.frontier.try_reserve(domain, holder or f"robots:{domain}")
+        return self._safely(lambda: self.frontier.try_reserve(domain, holder or robots_holder(domain)), None)
 
     def sent(self, domain: str) -> None:
-        self.frontier.sent(domain)
+        self._safely(lambda: self.frontier.sent(domain), None)
 
     def unreserve(self, domain: str, reservation: Any) -> None:
-        self.frontier.unreserve(domain, str(reservation))
+        self._safely(lambda: self.frontier.unreserve(domain, str(reservation)), None)
 
     def finish(self, domain: str, holder: str = "") -> None:
-        self.frontier.finish(domain, holder or f"robots:{domain}")
+        self._safely(lambda: self.frontier.finish(domain, holder or robots_holder(domain)), None)
 
     # --- outcomes ----------------------------------------------------------------------------
-    def success(self, domain: str, latency: float | None = None) -> Any:
-        return self._apply(domain, lambda s: self.policy.on_success(s, self.clock(), latency))
+    def success(self, domain: str, latency: float | None = None) -> Outcome:
+        return self._apply(domain, lambda s: self.policy.on_success(s, self.clock(), latency), Outcome())
 
     def failure(self, domain: str) -> bool:
-        return bool(self._apply(domain, lambda s: self.policy.on_failure(s, self.clock())))
+        return self._apply(domain, lambda s: self.policy.on_failure(s, self.clock()), False)
 
-    def blocked(self, domain: str, retry_after: float | None = None) -> Any:
-        return self._apply(domain, lambda s: self.policy.on_blocked(s, self.clock(), retry_after))
+    def blocked(self, domain: str, retry_after: float | None = None) -> Outcome:
+        return self._apply(domain, lambda s: self.policy.on_blocked(s, self.clock(), retry_after), Outcome())
 
     def set_robots_delay(self, domain: str, delay: float | None) -> None:
-        self._apply(domain, lambda s: self.policy.set_robots_delay(s, delay, self.clock()))
+        self._apply(domain, lambda s: self.policy.set_robots_delay(s, delay, self.clock()), None)
 
     def learned(self, domain: str, delay: float, floor: float) -> None:
         """Seed a domain with what earlier crawls learned, unless the running crawl has learned
@@ -114,7 +139,7 @@ class SharedDomainLimiter(DomainLimiter):
             if not (state.learned_delay or state.floor):
                 state.learned_delay, state.floor = delay, floor
 
-        self._apply(domain, seed)
+        self._apply(domain, seed, None)
 
 
 def _decode(fields: list[Any]) -> DomainState:

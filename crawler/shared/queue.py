@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -23,13 +24,20 @@ from crawler.frontier.codec import RequestCodec, UnserializableRequest
 from crawler.frontier.meta import DOMAIN, HOLDER, NOT_BEFORE, RESERVATION, domain_key, robots_holder
 from crawler.frontier.wakeup import EngineWakeup
 from crawler.middlewares.robots import robots_for
-from crawler.shared.connection import shared_services
+from crawler.shared.connection import REDIS_ERRORS, shared_services
 from crawler.shared.rows import record_error
 from crawler.storage.signals import rows_committed
 
 logger = logging.getLogger(__name__)
 
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError)
+@dataclass(frozen=True, slots=True)
+class _Push:
+    domain: str
+    priority: int
+    request: str
+    not_before: float
+    scheme: str
+    seen: tuple[str, int] | None
 
 
 def lease_key(request: Request) -> str:
@@ -54,22 +62,28 @@ class SharedFrontierQueue(Base):
         self.wakeup = EngineWakeup(crawler)
         self.leased: set[str] = set()
         """Lease keys this process holds, released if it closes before their rows are stored."""
-        self._unsent: list[tuple[str, int, str, float, str]] = []
+        self._unsent: list[_Push] = []
         self._unacked: set[str] = set()
         self._outage_since: float | None = None
         crawler.signals.connect(self.rows_committed, signal=rows_committed)
 
     # --- scrapy-redis queue interface -------------------------------------------------------------
-    def push(self, request: Request) -> None:
-        """Raises ``UnserializableRequest`` for a request that cannot be shared."""
+    def push(self, request: Request, seen: tuple[str, int] | None = None) -> bool:
+        """Queue ``request``; with ``seen`` (``SeenFilter.marker``), only if it was not seen
+        before: False then. Raises ``UnserializableRequest`` for a request that cannot be shared."""
         encoded = self.codec.encode(request, lease_key(request))
-        entry = (domain_key(request), request.priority, encoded, request.meta.get(NOT_BEFORE) or 0.0, urlparse_cached(request).scheme)
-        if self._unsent or not self._try(lambda: self._push(entry)):
-            self._unsent.append(entry)
+        entry = _Push(domain_key(request), request.priority, encoded, request.meta.get(NOT_BEFORE) or 0.0, urlparse_cached(request).scheme, seen)
+        if not self._unsent:
+            pushed = self._try(lambda: self._push(entry))
+            if pushed is not None:
+                return pushed
+        self._unsent.append(entry)  # checked against the seen filter when Redis is back
+        return True
 
-    def _push(self, entry: tuple[str, int, str, float, str]) -> None:
-        domain, priority, encoded, not_before, scheme = entry
-        self.frontier.push(domain, priority, encoded, not_before=not_before, scheme=scheme)
+    def _push(self, entry: _Push) -> bool:
+        return self.frontier.push(
+            entry.domain, entry.priority, entry.request, not_before=entry.not_before, scheme=entry.scheme, seen=entry.seen
+        )
 
     def pop(self, timeout: int = 0) -> Request | None:
         if not self._try(self._catch_up):

@@ -25,9 +25,9 @@ from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from crawler.frontier.codec import UnserializableRequest
 from crawler.frontier.queue import PolitePriorityQueue
 from crawler.frontier.unfetched import record_unfetched
-from crawler.shared.connection import shared_services
+from crawler.shared.connection import REDIS_ERRORS, shared_services
 from crawler.shared.dupefilter import SeenFilter
-from crawler.shared.queue import REDIS_ERRORS, SharedFrontierQueue
+from crawler.shared.queue import SharedFrontierQueue
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,6 @@ class SharedFrontierScheduler(RedisScheduler):
         )
         scheduler.idle_close = settings.getfloat("CRAWLER_IDLE_CLOSE_SECONDS")
         scheduler._idle_since = None
-        scheduler._deferred = []
         crawler.signals.connect(scheduler.spider_idle, signal=signals.spider_idle)
         return scheduler
 
@@ -65,22 +64,27 @@ class SharedFrontierScheduler(RedisScheduler):
         logger.info("Shared crawl %s (%s)", spider.crawl_id, self.queue.key)
 
     def enqueue_request(self, request: Request) -> bool:
+        seen = None if request.dont_filter else self.df.marker(request)
         try:
-            if not request.dont_filter and self.df.request_seen(request):
-                self.df.log(request, self.spider)
-                return False
-        except REDIS_ERRORS:
-            self._deferred.append(request)  # checked and queued once Redis is back
-            return True
-        try:
-            self.queue.push(request)
+            queued = self.queue.push(request, seen)  # marked seen and queued in one step
         except UnserializableRequest:
-            self.local.push(request)
+            queued = self._keep_local(request)
+        if not queued:
+            self.df.log(request, self.spider)
+            return False
         self.stats.inc_value("scheduler/enqueued/redis", spider=self.spider)
         return True
 
+    def _keep_local(self, request: Request) -> bool:
+        try:
+            if not request.dont_filter and self.df.request_seen(request):
+                return False
+        except REDIS_ERRORS:
+            pass  # not known to be seen: better fetched twice than lost
+        self.local.push(request)
+        return True
+
     def next_request(self) -> Request | None:
-        self._enqueue_deferred()
         request = self.local.pop() if len(self.local) else None
         if request is None:
             request = self.queue.pop()
@@ -89,14 +93,12 @@ class SharedFrontierScheduler(RedisScheduler):
         return request
 
     def has_pending_requests(self) -> bool:
-        return bool(len(self.local) or self._deferred or len(self.queue))
+        return bool(len(self.local) or len(self.queue))
 
     def close(self, reason: str) -> None:
         self.queue.release()
         if reason == "finished" and self._idle_since is not None:
             self._clear_if_complete()
-        if self._deferred:
-            logger.error("Redis unavailable at shutdown: %d requests were not queued", len(self._deferred))
         if reason != "finished":
             record_unfetched(self.crawler, self.local.drain(), reason)
         self.local.close()
@@ -127,7 +129,3 @@ class SharedFrontierScheduler(RedisScheduler):
         except REDIS_ERRORS as exc:
             logger.warning("Could not clear the completed crawl's keys: %s", exc)
 
-    def _enqueue_deferred(self) -> None:
-        deferred, self._deferred = self._deferred, []
-        for request in deferred:
-            self.enqueue_request(request)

@@ -3,12 +3,13 @@ widens the scope of every process."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import time
+from collections.abc import Callable
 
 import redis
 
 from crawler.frontier.scope import Scope
+from crawler.shared.connection import REDIS_ERRORS
 
 RECHECK_SECONDS = 5.0
 """How long a key found out of scope is believed before Redis is asked again."""
@@ -24,7 +25,7 @@ class SharedScope(Scope):
 
     def add_seed(self, url: str) -> None:
         super().add_seed(url)
-        self.client.sadd(self.key, self._key(url))
+        self.client.sadd(self.key, self._key(url))  # at start, or by ``scrapy seed``: Redis must answer
 
     def __contains__(self, url: str) -> bool:
         if super().__contains__(url):
@@ -34,7 +35,11 @@ class SharedScope(Scope):
         now = self.clock()
         if checked is not None and now - checked < RECHECK_SECONDS:
             return False
-        if self.client.sismember(self.key, key):
+        try:
+            shared = self.client.sismember(self.key, key)
+        except REDIS_ERRORS:
+            return False  # this process's own seeds decide until Redis is back
+        if shared:
             self._allowed.add(key)
             return True
         self._outside[key] = now

@@ -84,8 +84,20 @@ class SharedFrontier:
         )
 
     # --- the queue ---------------------------------------------------------------------------
-    def push(self, domain: str, priority: int, request: str, *, not_before: float = 0.0, scheme: str = "http") -> None:
-        self._call("push", domain, priority, request, repr(not_before), scheme)
+    def push(
+        self,
+        domain: str,
+        priority: int,
+        request: str,
+        *,
+        not_before: float = 0.0,
+        scheme: str = "http",
+        seen: tuple[str, int] | None = None,
+    ) -> bool:
+        """Queue a request; with ``seen`` (a seen-filter set and value), only if not seen
+        before, marked seen in the same atomic step. False when it was seen."""
+        marker = seen or ()
+        return bool(self._call("push", domain, priority, request, repr(not_before), scheme, *marker))
 
     def pop(self) -> Popped:
         answer = self._call("pop")

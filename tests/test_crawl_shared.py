@@ -1,0 +1,145 @@
+"""Several ``scrapy crawl`` processes sharing one frontier through Redis, as users scale: the
+same command started N times, workers killed with SIGKILL, Redis going away for a while.
+Asserted from the server's own request log and the rows."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import redis
+
+from tests.conftest import REDIS_URL
+from tests.helpers import Database, crawl, start_crawl
+from tests.testweb import TestWeb
+from tests.throwaway_redis import ThrowawayRedis
+
+TOLERANCE = 0.010
+
+
+def _shared(crawl_name: str, redis_url: str = REDIS_URL, **extra: str) -> dict[str, str]:
+    return {"REDIS_URL": redis_url, "CRAWLER_CRAWL_ID": crawl_name, "CRAWLER_IDLE_CLOSE_SECONDS": "3", **extra}
+
+
+def _finish(workers: list[subprocess.Popen[bytes]], logs: list[Path], timeout: float = 240) -> list[str]:
+    deadline = time.monotonic() + timeout
+    outputs = []
+    for worker, log in zip(workers, logs):
+        try:
+            worker.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            worker.kill()  # our own process, by its PID
+            worker.wait()
+        output = log.read_text(errors="replace")
+        assert worker.returncode in (0, -9), output[-5000:]
+        assert "Traceback" not in output, output[-5000:]
+        outputs.append(output)
+    return outputs
+
+
+def _page_paths(pages: int) -> set[str]:
+    return {"/", "/private/page"} | {f"/p/{n}" for n in range(pages)}
+
+
+def _rows_by_path(database: Database, web: TestWeb, label: str) -> dict[str, dict]:
+    return {url.removeprefix(web.base(label)): row for url, row in database.pages().items()}
+
+
+def test_the_same_command_three_times_is_one_polite_crawl(web: TestWeb, database: Database, crawl_name: str, tmp_path: Path) -> None:
+    web.clear()
+    logs = [tmp_path / f"worker-{n}.log" for n in range(3)]
+    workers = [start_crawl("links", database, log, url=web.url("shared"), settings=_shared(crawl_name)) for log in logs]
+    _finish(workers, logs)
+    log = web.log("shared")
+    fetched = Counter(entry.path for entry in log)
+    assert fetched["/robots.txt"] == 1 and fetched["/"] == 1  # seeds and robots.txt once for all
+    assert [path for path, n in fetched.items() if n > 1] == []
+    starts = sorted(entry.start for entry in log)
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert min(gaps) >= 0.05 - TOLERANCE, sorted(gaps)[:5]  # Crawl-delay 0.05, across the processes
+    rows = _rows_by_path(database, web, "shared")
+    assert rows.keys() == _page_paths(150)
+    jobs = database.query("SELECT id FROM crawl_jobs")
+    assert len(jobs) == 3
+    fetched_by = Counter(row["job_id"] for row in rows.values())
+    assert len(fetched_by) >= 2, fetched_by  # the work was shared
+    assert not list(redis.Redis.from_url(REDIS_URL).scan_iter(match=f"crawler:{crawl_name}:*"))  # complete: cleared
+
+
+def test_workers_killed_at_five_random_moments_lose_nothing(web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path) -> None:
+    seed = random.randrange(1_000_000)
+    rng = random.Random(seed)
+    web.clear()
+    settings = _shared(
+        crawl_name,
+        CONCURRENT_REQUESTS_PER_DOMAIN="4",
+        CRAWLER_LEASE_SECONDS="4",
+        CRAWLER_BATCH_SECONDS="0.2",
+    )
+    client = redis.Redis.from_url(REDIS_URL)
+    logs: list[Path] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        logs.append(tmp_path / f"worker-{len(logs)}.log")
+        return start_crawl("links", postgres_database, logs[-1], url=web.url("killable"), settings=settings)
+
+    workers = [start() for _ in range(3)]
+    all_workers = list(workers)
+    began = time.monotonic()
+    leases_at_kills = []
+    for moment in sorted(rng.uniform(2.0, 14.0) for _ in range(5)):
+        time.sleep(max(0.0, began + moment - time.monotonic()))
+        victim = rng.choice(workers)
+        leases_at_kills.append(client.zcard(f"crawler:{crawl_name}:leases"))
+        victim.kill()  # SIGKILL, by PID
+        victim.wait()
+        workers.remove(victim)
+        workers.append(start())
+        all_workers.append(workers[-1])
+    _finish(all_workers, logs)
+
+    rows = _rows_by_path(postgres_database, web, "killable")
+    assert rows.keys() == _page_paths(300), f"seed {seed}"
+    assert all(row["status"] in ("fetched", "blocked_by_robots") for row in rows.values())
+    fetched = Counter(entry.path for entry in web.log("killable") if entry.path != "/robots.txt")
+    duplicates = sum(n - 1 for n in fetched.values())
+    assert sum(leases_at_kills) > 0, "no kill happened while work was leased"
+    print(f"seed {seed}: {duplicates} duplicate fetches, leases outstanding at the kills {leases_at_kills}")
+    assert duplicates <= sum(leases_at_kills), (seed, duplicates, leases_at_kills)
+
+
+def test_redis_away_for_a_while_pauses_the_workers_and_loses_nothing(web: TestWeb, database: Database, crawl_name: str, tmp_path: Path) -> None:
+    server = ThrowawayRedis(tmp_path / "redis")
+    server.start()
+    try:
+        web.clear()
+        settings = _shared(crawl_name, server.url, CRAWLER_REDIS_TIMEOUT="1")
+        logs = [tmp_path / f"worker-{n}.log" for n in range(2)]
+        workers = [start_crawl("links", database, log, url=web.url("shared"), settings=settings) for log in logs]
+        deadline = time.monotonic() + 60
+        while len(web.log("shared")) < 40:  # well into the crawl
+            assert time.monotonic() < deadline, "the crawl did not start"
+            time.sleep(0.05)
+        server.stop()
+        stopped_at = len(web.log("shared"))
+        time.sleep(4)
+        server.start()
+        outputs = _finish(workers, logs)
+    finally:
+        server.stop()
+    assert any("Redis unavailable" in output for output in outputs)
+    assert any("Redis available again" in output for output in outputs)
+    assert len(web.log("shared")) > stopped_at + 20  # the crawl went on afterwards
+    rows = _rows_by_path(database, web, "shared")
+    assert rows.keys() == _page_paths(150)
+    assert all(row["status"] in ("fetched", "blocked_by_robots") for row in rows.values())
+
+
+def test_without_redis_url_the_frontier_stays_in_the_process(web: TestWeb, database: Database) -> None:
+    web.clear()
+    result = crawl("links", database, url=web.url("fast"))
+    assert "Shared crawl" not in result.stderr
+    assert len(database.pages()) == 42

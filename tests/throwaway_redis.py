@@ -1,0 +1,50 @@
+"""A Redis server of the test's own, to stop and start at will without touching the shared
+one. It keeps an append-only file, so a restart brings its data back, as a production Redis
+with persistence would."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+
+class ThrowawayRedis:
+    def __init__(self, root: Path):
+        self.root = root
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        server = shutil.which("redis-server")
+        if server is None:
+            raise RuntimeError("redis-server not found: install the Redis server package (redis-server)")
+        self.root.mkdir(parents=True, exist_ok=True)
+        command = [
+            server, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.root),
+            "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no",
+        ]  # fmt: skip
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        client = redis.Redis.from_url(self.url)
+        while True:
+            try:
+                client.ping()
+                return
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()  # our own process, by its PID; it writes its file first
+            self.process.wait(timeout=30)
+            self.process = None
