@@ -9,6 +9,7 @@ import os
 BOT_NAME = "crawler"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
+COMMANDS_MODULE = "crawler.commands"
 
 # Identify ourselves with a product token and a contact URL.
 USER_AGENT = os.environ.get("CRAWLER_USER_AGENT", "crawler/0.1 (+https://github.com/crawler/crawler)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import redis
 
 from tests.conftest import REDIS_URL
-from tests.helpers import Database, crawl, start_crawl
+from tests.helpers import ROOT, Database, crawl, crawl_environment, start_crawl
 from tests.testweb import TestWeb
 from tests.throwaway_redis import ThrowawayRedis
 
@@ -143,3 +144,42 @@ def test_without_redis_url_the_frontier_stays_in_the_process(web: TestWeb, datab
     result = crawl("links", database, url=web.url("fast"))
     assert "Shared crawl" not in result.stderr
     assert len(database.pages()) == 42
+
+
+def _scrapy(*args: str, redis_url: str = REDIS_URL) -> str:
+    command = [sys.executable, "-m", "scrapy", *args, "-L", "WARNING"]
+    env = {**crawl_environment(), "REDIS_URL": redis_url}
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_seeds_pushed_into_a_crawl_whose_worker_started_without_any(web: TestWeb, database: Database, crawl_name: str, tmp_path: Path) -> None:
+    web.clear()
+    assert f"crawl {crawl_name}: 1 seeds queued, 0 already seen" in _scrapy("seed", "links", web.url("fast"), "--crawl", crawl_name)
+    assert f"crawl {crawl_name}: 0 seeds queued, 1 already seen" in _scrapy("seed", "links", web.url("fast"), "--crawl", crawl_name)
+    shown = _scrapy("frontier", crawl_name)
+    assert f"crawl {crawl_name}: 1 queued, 0 waiting to retry, 0 leased" in shown
+    domain = web.url("fast").split("//")[1].rstrip("/")
+    (row,) = [line.split() for line in shown.splitlines() if line.startswith(domain)]
+    assert row[1] == "1"  # one queued request for the domain
+    assert f"{crawl_name}: 1 queued" in _scrapy("frontier")
+    log = tmp_path / "worker.log"
+    worker = start_crawl("links", database, log, settings={"REDIS_URL": REDIS_URL, "CRAWLER_IDLE_CLOSE_SECONDS": "3"}, crawl=crawl_name)
+    _finish([worker], [log])
+    assert len(database.pages()) == 42  # the seed's site is in the worker's scope
+    assert crawl_name not in _scrapy("frontier")  # complete, and cleared
+
+
+def test_an_unreadable_request_in_the_frontier_becomes_an_error_row(web: TestWeb, database: Database, crawl_name: str, tmp_path: Path) -> None:
+    client = redis.Redis.from_url(REDIS_URL)
+    url = web.url("fast", "/p/1")
+    assert "1 seeds queued" in _scrapy("seed", "links", url, "--crawl", crawl_name)
+    (key,) = list(client.scan_iter(match=f"crawler:{crawl_name}:q:*"))
+    client.lset(key, 0, url.encode() + b"\t{not json")  # what a bad writer could leave
+    log = tmp_path / "worker.log"
+    worker = start_crawl("links", database, log, settings={"REDIS_URL": REDIS_URL, "CRAWLER_IDLE_CLOSE_SECONDS": "1"}, crawl=crawl_name)
+    (output,) = _finish([worker], [log])
+    assert "Dropping an unreadable request from the shared frontier" in output
+    row = database.pages()[url]
+    assert row["status"] == "error" and row["error"].startswith("unreadable in the shared frontier")

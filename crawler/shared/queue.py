@@ -25,19 +25,35 @@ from crawler.frontier.meta import DOMAIN, HOLDER, NOT_BEFORE, RESERVATION, domai
 from crawler.frontier.wakeup import EngineWakeup
 from crawler.middlewares.robots import robots_for
 from crawler.shared.connection import REDIS_ERRORS, shared_services
+from crawler.shared.store import SharedFrontier
 from crawler.shared.rows import record_error
 from crawler.storage.signals import rows_committed
 
 logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
-class _Push:
+class QueueEntry:
+    """A request as the shared frontier queues it."""
+
     domain: str
     priority: int
     request: str
     not_before: float
     scheme: str
     seen: tuple[str, int] | None
+
+    @classmethod
+    def of(cls, request: Request, codec: RequestCodec, seen: tuple[str, int] | None = None) -> QueueEntry:
+        """Raises ``UnserializableRequest`` for a request that cannot be shared."""
+        encoded = codec.encode(request, lease_key(request))
+        scheme = urlparse_cached(request).scheme
+        return cls(domain_key(request), request.priority, encoded, request.meta.get(NOT_BEFORE) or 0.0, scheme, seen)
+
+    def push_to(self, frontier: SharedFrontier) -> bool:
+        """False when the request was seen before."""
+        return frontier.push(
+            self.domain, self.priority, self.request, not_before=self.not_before, scheme=self.scheme, seen=self.seen
+        )
 
 
 def lease_key(request: Request) -> str:
@@ -62,7 +78,7 @@ class SharedFrontierQueue(Base):
         self.wakeup = EngineWakeup(crawler)
         self.leased: set[str] = set()
         """Lease keys this process holds, released if it closes before their rows are stored."""
-        self._unsent: list[_Push] = []
+        self._unsent: list[QueueEntry] = []
         self._unacked: set[str] = set()
         self._outage_since: float | None = None
         crawler.signals.connect(self.rows_committed, signal=rows_committed)
@@ -71,19 +87,13 @@ class SharedFrontierQueue(Base):
     def push(self, request: Request, seen: tuple[str, int] | None = None) -> bool:
         """Queue ``request``; with ``seen`` (``SeenFilter.marker``), only if it was not seen
         before: False then. Raises ``UnserializableRequest`` for a request that cannot be shared."""
-        encoded = self.codec.encode(request, lease_key(request))
-        entry = _Push(domain_key(request), request.priority, encoded, request.meta.get(NOT_BEFORE) or 0.0, urlparse_cached(request).scheme, seen)
+        entry = QueueEntry.of(request, self.codec, seen)
         if not self._unsent:
-            pushed = self._try(lambda: self._push(entry))
+            pushed = self._try(lambda: entry.push_to(self.frontier))
             if pushed is not None:
                 return pushed
         self._unsent.append(entry)  # checked against the seen filter when Redis is back
         return True
-
-    def _push(self, entry: _Push) -> bool:
-        return self.frontier.push(
-            entry.domain, entry.priority, entry.request, not_before=entry.not_before, scheme=entry.scheme, seen=entry.seen
-        )
 
     def pop(self, timeout: int = 0) -> Request | None:
         if not self._try(self._catch_up):
@@ -144,7 +154,7 @@ class SharedFrontierQueue(Base):
     def _catch_up(self) -> None:
         """Send what waited for Redis."""
         while self._unsent:
-            self._push(self._unsent[0])
+            self._unsent[0].push_to(self.frontier)
             self._unsent.pop(0)
         if self._unacked:
             self._ack()

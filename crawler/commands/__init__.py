@@ -1,0 +1,1 @@
+"""``scrapy`` commands of the project (``COMMANDS_MODULE``)."""

@@ -1,0 +1,63 @@
+"""``scrapy frontier [CRAWL]``: what a shared crawl's frontier holds, per domain: queued
+requests, when the domain is next ready, blocks, delay, concurrency and requests in flight.
+Without a crawl id, the shared crawls in this Redis. ``--clear`` deletes a crawl's keys."""
+
+from __future__ import annotations
+
+import argparse
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from crawler.shared.connection import SharedServices, crawl_prefix, redis_client, redis_enabled
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "[CRAWL] [--clear]"
+
+    def short_desc(self) -> str:
+        return "Show (or clear) a shared crawl's frontier (REDIS_URL)"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--clear", action="store_true", help="delete every key of the crawl")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        settings = self.settings
+        if not redis_enabled(settings):
+            raise UsageError("REDIS_URL is not set: there is no shared frontier to show")
+        if not args:
+            self._list_crawls()
+            return
+        services = SharedServices(settings, args[0])
+        frontier = services.frontier
+        if opts.clear:
+            print(f"crawl {args[0]}: {frontier.clear()} keys deleted")
+            return
+        sizes = frontier.sizes()
+        print(
+            f"crawl {args[0]}: {sizes.queued} queued, {sizes.delayed} waiting to retry, "
+            f"{sizes.leased} leased, {sizes.reclaimed} leases expired and requeued"
+        )
+        print(f"{'domain':40} {'queued':>8} {'ready in':>9} {'blocked':>8} {'delay':>7} {'conc.':>5} {'in flight':>9}")
+        for row in frontier.domains():
+            ready = "-" if row["ready_in"] is None else f"{row['ready_in']:.2f}s"
+            print(
+                f"{row['domain']:40} {row['queued']:>8} {ready:>9} {row['blocked_for']:>7.1f}s "
+                f"{row['delay']:>6.2f}s {row['concurrency']:>5} {row['in_flight']:>9}"
+            )
+
+    def _list_crawls(self) -> None:
+        settings = self.settings
+        client = redis_client(settings)
+        prefix = crawl_prefix(settings, "")
+        crawls = sorted({key.decode()[len(prefix):].rsplit(":", 1)[0] for key in client.scan_iter(match=f"{prefix}*:domains")})
+        if not crawls:
+            print("no shared crawl in this Redis")
+        for crawl in crawls:
+            sizes = SharedServices(settings, crawl).frontier.sizes()
+            print(f"{crawl}: {sizes.queued} queued, {sizes.delayed} waiting to retry, {sizes.leased} leased")
