@@ -15,7 +15,9 @@ stock Scrapy (``ROBOTSTXT_OBEY`` and AutoThrottle on) in the same run.
    baseline.
 
 ``--short`` divides the durations by four, for a quick look; ``--crawler-only`` skips stock Scrapy;
-``--scenario N`` (repeatable) runs only those (3 needs 2).
+``--scenario N`` (repeatable) runs only those (3 needs 2); ``--processes N`` runs every crawl as N
+processes sharing one frontier through Redis (``REDIS_URL``, default the local one), and stock
+Scrapy as N scrapy-redis processes.
 """
 
 from __future__ import annotations
@@ -25,8 +27,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+import redis
 
 from tests.testweb import TestWeb
 from tests.testweb.control import LoggedRequest
@@ -35,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 0.010
 DELAYS = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
 HIDDEN_RATE = 4.0
+REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
 
 
 @dataclass
@@ -50,21 +56,51 @@ class HostReport:
     late_requests: int
     retry_after_early: int
     max_inflight: int
+    after_429: float | None
+    """The shortest time from a 429's answer to the next request to the host, from any process."""
 
 
-def _run_ours(urls: list[str], seconds: float, database: str, **settings: str) -> None:
+def _run_ours(urls: list[str], seconds: float, database: str, processes: int = 1, **settings: str) -> None:
+    """One crawl, or ``processes`` processes sharing one frontier through Redis."""
     command = [sys.executable, "-m", "scrapy", "crawl", "links", "-a", f"url={','.join(urls)}", "-a", "max_depth=1000",
                "-s", f"CLOSESPIDER_TIMEOUT={seconds}", "-s", f"DATABASE_URL={database}", "-s", "LOG_LEVEL=WARNING"]  # fmt: skip
+    if processes > 1:
+        crawl = f"bench-{uuid.uuid4().hex[:8]}"
+        settings = {**settings, "REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl}
     for name, value in settings.items():
         command += ["-s", f"{name}={value}"]
-    subprocess.run(command, cwd=ROOT, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    _run_all([command] * processes, ROOT, {**os.environ, "PYTHONPATH": str(ROOT)})
+    if processes > 1:
+        _clear_redis(f"crawler:{crawl}:*")
 
 
-def _run_stock(urls: list[str], seconds: float, workdir: str) -> None:
+def _run_stock(urls: list[str], seconds: float, workdir: str, processes: int = 1) -> None:
+    """Stock Scrapy, or ``processes`` stock scrapy-redis processes (its scheduler, dupefilter
+    and default priority queue, kept between processes)."""
     command = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={','.join(urls)}",
                "-s", f"CLOSESPIDER_TIMEOUT={seconds}", "-s", "LOG_LEVEL=WARNING", "-s", "ROBOTSTXT_OBEY=True",
                "-s", "AUTOTHROTTLE_ENABLED=True", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2", "-s", "DEPTH_LIMIT=0"]  # fmt: skip
-    subprocess.run(command, cwd=workdir, check=True)
+    if processes > 1:
+        command += ["-s", "SCHEDULER=scrapy_redis.scheduler.Scheduler", "-s", "DUPEFILTER_CLASS=scrapy_redis.dupefilter.RFPDupeFilter",
+                    "-s", "SCHEDULER_PERSIST=True", "-s", f"REDIS_URL={REDIS_URL}"]  # fmt: skip
+        _clear_redis("stock:*")
+    _run_all([command] * processes, workdir, dict(os.environ))
+    if processes > 1:
+        _clear_redis("stock:*")
+
+
+def _run_all(commands: list[list[str]], cwd: Path | str, env: dict[str, str]) -> None:
+    workers = [subprocess.Popen(command, cwd=cwd, env=env) for command in commands]
+    for worker in workers:
+        if worker.wait() != 0:
+            raise SystemExit(f"a crawl process failed with exit code {worker.returncode}")
+
+
+def _clear_redis(pattern: str) -> None:
+    client = redis.Redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(match=pattern, count=1000))
+    if keys:
+        client.delete(*keys)
 
 
 def _report(label: str, log: list[LoggedRequest], seconds: float, delay: float | None, retry_after: float | None) -> HostReport:
@@ -81,17 +117,20 @@ def _report(label: str, log: list[LoggedRequest], seconds: float, delay: float |
                 following = [e.start for e in log if e.start > entry.start]
                 if following and min(following) < entry.end + retry_after - TOLERANCE:
                     early_retries += 1
+    after_429 = [min((e.start for e in log if e.start > r.end), default=None) for r in log if r.status == 429]
+    waits = [start - r.end for r, start in zip((r for r in log if r.status == 429), after_429) if start is not None]
     pages = sum(1 for e in log if e.status == 200)
     return HostReport(label, len(log), pages, pages / seconds, violations, min(gaps, default=0.0), sum(1 for e in log if e.status == 429),
-                      sum(1 for e in late if e.status == 429), len(late), early_retries, _peak(log))  # fmt: skip
+                      sum(1 for e in late if e.status == 429), len(late), early_retries, _peak(log), min(waits, default=None))  # fmt: skip
 
 
 def _print(title: str, reports: list[HostReport]) -> None:
     print(f"\n{title}")
-    print(f"{'host':12}{'requests':>9}{'pages':>7}{'pages/s':>9}{'violations':>11}{'min gap':>9}{'429s':>6}{'429s >1min':>11}{'early RA':>9}{'max inflight':>13}")
+    print(f"{'host':12}{'requests':>9}{'pages':>7}{'pages/s':>9}{'violations':>11}{'min gap':>9}{'429s':>6}{'429s >1min':>11}{'early RA':>9}{'max inflight':>13}{'after 429':>10}")
     for r in reports:
         late = f"{r.refused_late}/{r.late_requests}"
-        print(f"{r.label:12}{r.requests:9d}{r.pages:7d}{r.rate:9.2f}{r.violations:11d}{r.min_gap:9.3f}{r.refused:6d}{late:>11}{r.retry_after_early:9d}{r.max_inflight:13d}")
+        after = "-" if r.after_429 is None else f"{r.after_429:.3f}"
+        print(f"{r.label:12}{r.requests:9d}{r.pages:7d}{r.rate:9.2f}{r.violations:11d}{r.min_gap:9.3f}{r.refused:6d}{late:>11}{r.retry_after_early:9d}{r.max_inflight:13d}{after:>10}")
 
 
 def _concurrency_phases(log: list[LoggedRequest]) -> None:
@@ -125,6 +164,7 @@ def main() -> None:
     parser.add_argument("--short", action="store_true")
     parser.add_argument("--crawler-only", action="store_true", help="skip the stock Scrapy runs")
     parser.add_argument("--scenario", type=int, action="append", choices=[1, 2, 3, 4], help="run only these (repeatable)")
+    parser.add_argument("--processes", type=int, default=1, help="processes per crawl, sharing one frontier through Redis (stock: scrapy-redis)")
     args = parser.parse_args()
     scale = 0.25 if args.short else 1.0
     scenarios = set(args.scenario or [1, 2, 3, 4])
@@ -139,6 +179,10 @@ def main() -> None:
     ours = {"CRAWLER_DEFAULT_DELAY": "0.05", "CRAWLER_MIN_DELAY": "0.05"}
     with TestWeb(sites) as web, tempfile.TemporaryDirectory() as tmp:
         many = [f"delay-{d}" for d in DELAYS] + ["limited", "limited-ra", "slow"]
+
+        def database(name: str) -> str:
+            return f"sqlite:///{tmp}/{name}.db"
+
         allowed = sum(1 / d for d in DELAYS) + 2 * HIDDEN_RATE
 
         def hosts_report(duration: float) -> list[HostReport]:
@@ -149,18 +193,18 @@ def main() -> None:
         for name in crawlers if 1 in scenarios else ():
             web.clear()
             if name == "crawler":
-                _run_ours([web.url("delay-1")], one_host, f"sqlite:///{tmp}/one.db", **ours)
+                _run_ours([web.url("delay-1")], one_host, database("one"), args.processes, **ours)
             else:
-                _run_stock([web.url("delay-1")], one_host, tmp)
+                _run_stock([web.url("delay-1")], one_host, tmp, args.processes)
             _print(f"[1] {name}: one host, Crawl-delay 1, {one_host:.0f} s", [_report("delay-1", web.log("delay-1"), one_host, 1.0, None)])
 
         results = {}
         for name in crawlers if {2, 3} & scenarios else ():
             web.clear()
             if name == "crawler":
-                _run_ours([web.url(h) for h in many], many_hosts, f"sqlite:///{tmp}/many.db", **ours)
+                _run_ours([web.url(h) for h in many], many_hosts, database("many"), args.processes, **ours)
             else:
-                _run_stock([web.url(h) for h in many], many_hosts, tmp)
+                _run_stock([web.url(h) for h in many], many_hosts, tmp, args.processes)
             reports = results[name] = hosts_report(many_hosts)
             _print(f"[2] {name}: {len(many)} hosts, {many_hosts:.0f} s", reports)
             total = sum(r.rate for r in reports if r.label != "slow")
@@ -169,12 +213,12 @@ def main() -> None:
         if 4 in scenarios:
             web.clear()
             # No latency factor here: it alone would keep an 8 s host to one request at a time.
-            _run_ours([web.url("congested")], 130 * scale, f"sqlite:///{tmp}/congested.db", **ours, CRAWLER_LATENCY_FACTOR="0")
+            _run_ours([web.url("congested")], 130 * scale, database("congested"), args.processes, **ours, CRAWLER_LATENCY_FACTOR="0")
             _concurrency_phases(web.log("congested"))
 
         if 3 in scenarios:
             web.clear()
-            _run_ours([web.url("limited")], one_host, f"sqlite:///{tmp}/many.db", **ours)
+            _run_ours([web.url("limited")], one_host, database("many"), args.processes, **ours)
             second = _report("limited", web.log("limited"), one_host, None, None)
             first = next(r for r in results["crawler"] if r.label == "limited")
             print(f"\n[3] second run against the 429 host: {second.refused} 429s in {one_host:.0f} s "

@@ -1,6 +1,6 @@
 """A Redis server of the test's own, to stop and start at will without touching the shared
-one. It keeps an append-only file, so a restart brings its data back, as a production Redis
-with persistence would."""
+one. By default it keeps an append-only file, so a restart brings its data back, as a
+production Redis with persistence would."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import redis
 
 
 class ThrowawayRedis:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, *, persistent: bool = True):
         self.root = root
+        self.persistent = persistent
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -29,7 +30,8 @@ class ThrowawayRedis:
         self.root.mkdir(parents=True, exist_ok=True)
         command = [
             server, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.root),
-            "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no",
+            "--appendonly", "yes" if self.persistent else "no", "--appendfsync", "always", "--save", "",
+            "--daemonize", "no",
         ]  # fmt: skip
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10

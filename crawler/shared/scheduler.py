@@ -60,8 +60,15 @@ class SharedFrontierScheduler(RedisScheduler):
         return scheduler
 
     def open(self, spider: Spider) -> None:
-        super().open(spider)
-        logger.info("Shared crawl %s (%s)", spider.crawl_id, self.queue.key)
+        # scrapy-redis's own open, with our queue class from SCHEDULER_QUEUE_CLASS and without
+        # its flush-on-start: a joining process must never empty the others' frontier.
+        self.spider = spider
+        self.queue = load_object(self.queue_cls)(server=self.server, spider=spider, key=self.queue_key)
+        sizes = self.queue.frontier.sizes()
+        logger.info(
+            "Shared crawl %s (%s): %d requests queued, %d waiting to retry, %d leased",
+            spider.crawl_id, self.queue.key, sizes.queued, sizes.delayed, sizes.leased,
+        )  # fmt: skip
 
     def enqueue_request(self, request: Request) -> bool:
         seen = None if request.dont_filter else self.df.marker(request)
@@ -72,7 +79,7 @@ class SharedFrontierScheduler(RedisScheduler):
         if not queued:
             self.df.log(request, self.spider)
             return False
-        self.stats.inc_value("scheduler/enqueued/redis", spider=self.spider)
+        self.stats.inc_value("scheduler/enqueued/redis")
         return True
 
     def _keep_local(self, request: Request) -> bool:
@@ -89,7 +96,7 @@ class SharedFrontierScheduler(RedisScheduler):
         if request is None:
             request = self.queue.pop()
         if request is not None:
-            self.stats.inc_value("scheduler/dequeued/redis", spider=self.spider)
+            self.stats.inc_value("scheduler/dequeued/redis")
         return request
 
     def has_pending_requests(self) -> bool:

@@ -27,11 +27,13 @@ class Site:
     robots: str | None = ALLOW_ALL
     rate: float | None = None
     """Requests per second the server accepts before answering 429 (None: no limit)."""
-    latency: float = 0.0
-    """Seconds the server takes to answer."""
-
     def __init__(self, options: dict[str, str] | None = None):
         self.options = options or {}
+
+    @property
+    def latency(self) -> float:
+        """Seconds the server takes to answer (option ``latency_ms``, on every site)."""
+        return float(self.options.get("latency_ms", "0")) / 1000
 
     def reply(self, path: str, base: str) -> Reply:
         if path == "/robots.txt":
@@ -325,10 +327,6 @@ class PacedSite(Site):
     @property
     def rate(self) -> float | None:
         return float(self.options["rate"]) if "rate" in self.options else None
-
-    @property
-    def latency(self) -> float:
-        return float(self.options.get("latency_ms", "0")) / 1000
 
     def page(self, path: str, base: str) -> Reply:
         pages = int(self.options.get("pages", "1000"))
