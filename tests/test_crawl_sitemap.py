@@ -10,9 +10,9 @@ from tests.testweb import TestWeb
 from tests.testweb.sites import FallbackSitemapSite, IndexFallbackSite, SitemapSite
 
 
-def _crawl_sitemap(web: TestWeb, database: Database, label: str, path: str = "/", **arguments: str) -> dict[str, dict]:
+def _crawl_sitemap(web: TestWeb, database: Database, label: str, path: str = "/", settings: dict[str, str] | None = None, **arguments: str) -> dict[str, dict]:
     web.clear()
-    crawl("sitemap", database, url=web.url(label, path), **arguments)
+    crawl("sitemap", database, url=web.url(label, path), settings=settings, **arguments)
     return {url.removeprefix(web.base(label)): row for url, row in database.pages().items()}
 
 
@@ -20,8 +20,9 @@ def _pages(rows: dict[str, dict]) -> set[str]:
     return {path for path, row in rows.items() if row["discovered_via"] in ("sitemap", "seed")}
 
 
-def test_robots_sitemap_index_finds_exactly_the_listed_urls(web: TestWeb, database: Database) -> None:
-    rows = _crawl_sitemap(web, database, "sitemaps")
+def test_robots_sitemap_index_finds_exactly_the_listed_urls(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+    # with a shared frontier too: discovery stays in its process, the pages are shared
+    rows = _crawl_sitemap(web, database, "sitemaps", settings=frontier)
     assert _pages(rows) == set(SitemapSite.LISTED)
     assert all(rows[path]["status"] == "fetched" for path in SitemapSite.LISTED)
     log = web.log("sitemaps")
