@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import redis
-from scrapy import Request, Spider
+from scrapy import Request
 from scrapy.utils.test import get_crawler
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
@@ -37,23 +37,13 @@ from crawler.settings import CRAWLER_REDIS_LOCAL_META_KEYS, CRAWLER_REDIS_META_K
 from crawler.shared.dupefilter import SeenFilter
 from crawler.shared.queue import QueueEntry
 from crawler.shared.store import FrontierConfig, SharedFrontier
+from tests.helpers import PageSpider
 from tests.throwaway_redis import ThrowawayRedis
 
 SITES = 1_000
 
 
-class LinksLikeSpider(Spider):
-    name = "links"
-    default_callbacks = ("parse_page", "page_failed")
-
-    def parse_page(self, response):  # pragma: no cover - never called
-        pass
-
-    def page_failed(self, failure):  # pragma: no cover - never called
-        pass
-
-
-def link_requests(spider: LinksLikeSpider, count: int) -> Iterator[Request]:
+def link_requests(spider: PageSpider, count: int) -> Iterator[Request]:
     for n in range(count):
         site = f"https://www.site{n % SITES}.example"
         section = (n // SITES) % 40
@@ -79,7 +69,7 @@ def measure(client: redis.Redis, count: int, push: object) -> float:
     return (used_memory(client) - before) / count
 
 
-def ours(client: redis.Redis, spider: LinksLikeSpider, crawler) -> tuple[SharedFrontier, object]:
+def ours(client: redis.Redis, spider: PageSpider, crawler) -> tuple[SharedFrontier, object]:
     frontier = SharedFrontier(client, "crawler:bench", FrontierConfig(default_delay=0.0, default_concurrency=10**9, robots=False))
     codec = RequestCodec(spider, CRAWLER_REDIS_META_KEYS, CRAWLER_REDIS_LOCAL_META_KEYS)
     seen = SeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter)
@@ -91,7 +81,7 @@ def ours(client: redis.Redis, spider: LinksLikeSpider, crawler) -> tuple[SharedF
     return frontier, push
 
 
-def stock(client: redis.Redis, spider: LinksLikeSpider) -> object:
+def stock(client: redis.Redis, spider: PageSpider) -> object:
     queue = PriorityQueue(client, spider, "stock:requests")
     dupefilter = RFPDupeFilter(client, "stock:dupefilter")
 
@@ -140,8 +130,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--million", action="store_true")
     args = parser.parse_args()
-    crawler = get_crawler(LinksLikeSpider)
-    spider = LinksLikeSpider()
+    crawler = get_crawler(PageSpider)
+    spider = PageSpider()
     with tempfile.TemporaryDirectory() as tmp:
         server = ThrowawayRedis(Path(tmp) / "redis", persistent=False)
         server.start()

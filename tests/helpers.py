@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from scrapy import Spider
 
 import crawler.settings
 
@@ -93,3 +94,16 @@ def project_settings(**overrides: Any) -> dict[str, Any]:
     """The project's settings module as a dict, with overrides, for ``get_crawler``."""
     values = {name: value for name, value in vars(crawler.settings).items() if name.isupper()}
     return {**values, "LOG_LEVEL": "INFO", **overrides}
+
+
+class PageSpider(Spider):
+    """A spider with the links spider's callbacks and nothing else, for requests built in tests."""
+
+    name = "links"
+    default_callbacks = ("parse_page", "page_failed")
+
+    def parse_page(self, response: Any) -> None:  # pragma: no cover - never called
+        pass
+
+    def page_failed(self, failure: Any) -> None:  # pragma: no cover - never called
+        pass

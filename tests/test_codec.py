@@ -5,26 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from scrapy import Request, Spider
+from scrapy import Request
 
 from crawler.frontier.codec import RequestCodec, UnserializableRequest
 from crawler.settings import CRAWLER_REDIS_LOCAL_META_KEYS, CRAWLER_REDIS_META_KEYS
-
-
-class _Spider(Spider):
-    name = "codec"
-    default_callbacks = ("parse_page", "page_failed")
-
-    def parse_page(self, response):  # pragma: no cover - never called
-        pass
-
-    def page_failed(self, failure):  # pragma: no cover - never called
-        pass
+from tests.helpers import PageSpider
 
 
 @pytest.fixture
 def codec() -> RequestCodec:
-    return RequestCodec(_Spider(), CRAWLER_REDIS_META_KEYS, CRAWLER_REDIS_LOCAL_META_KEYS)
+    return RequestCodec(PageSpider(), CRAWLER_REDIS_META_KEYS, CRAWLER_REDIS_LOCAL_META_KEYS)
 
 
 def _round_trip(codec: RequestCodec, request: Request, key: str | None = None) -> tuple[str, Request, str]:

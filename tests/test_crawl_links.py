@@ -1,4 +1,5 @@
-"""The links spider on the local test web, asserted from the rows and the server's own log."""
+"""The links spider on the local test web, asserted from the rows and the server's own log;
+the main ones with the frontier in the process and shared through Redis."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from tests.testweb import TestWeb
 from tests.testweb.sites import LinksSite
 
 
-def _crawl_links(web: TestWeb, database: Database, **arguments: str) -> dict[str, dict]:
+def _crawl_links(web: TestWeb, database: Database, settings: dict[str, str] | None = None, **arguments: str) -> dict[str, dict]:
     web.clear()
-    crawl("links", database, url=web.url("links"), **arguments)
+    crawl("links", database, url=web.url("links"), settings=settings, **arguments)
     return {url.removeprefix(web.base("links")): row for url, row in database.pages().items()}
 
 
@@ -20,8 +21,8 @@ def _fetched_paths(web: TestWeb) -> list[str]:
     return [entry.path for entry in web.log("links") if entry.path != "/robots.txt"]
 
 
-def test_reaches_every_page_within_depth_and_fetches_none_twice(web: TestWeb, database: Database) -> None:
-    rows = _crawl_links(web, database, max_depth="3")
+def test_reaches_every_page_within_depth_and_fetches_none_twice(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+    rows = _crawl_links(web, database, max_depth="3", settings=frontier)
     fetched = _fetched_paths(web)
     answered = [e.path for e in web.log("links") if e.status < 500 and e.path != "/robots.txt"]  # 5xx are retried
     assert [path for path, n in Counter(answered).items() if n > 1] == []
@@ -99,15 +100,15 @@ def test_row_contents_of_a_fetched_page(web: TestWeb, database: Database) -> Non
     assert not any("utm_source" in link or "#" in link for link in links)
 
 
-def test_duplicate_urls_collapse_to_one_normal_form(web: TestWeb, database: Database) -> None:
-    rows = _crawl_links(web, database)
+def test_duplicate_urls_collapse_to_one_normal_form(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+    rows = _crawl_links(web, database, settings=frontier)
     duplicates = [path for path in rows if path.startswith("/duplicate")]
     assert duplicates == ["/duplicate?a=1&b=2"]
     assert [p for p in _fetched_paths(web) if p.startswith("/duplicate")] == ["/duplicate?a=1&b=2"]
 
 
-def test_every_outcome_is_a_row_with_its_reason(web: TestWeb, database: Database) -> None:
-    rows = _crawl_links(web, database)
+def test_every_outcome_is_a_row_with_its_reason(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+    rows = _crawl_links(web, database, settings=frontier)
     assert rows["/missing"]["status"] == "error" and rows["/missing"]["error"] == "HTTP 404"
     assert rows["/server-error"]["status"] == "error" and rows["/server-error"]["http_status"] == 500
     assert rows["/private/secret"]["status"] == "blocked_by_robots"

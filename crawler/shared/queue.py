@@ -90,6 +90,9 @@ class SharedFrontierQueue(Base):
         entry = QueueEntry.of(request, self.codec, seen)
         if not self._unsent:
             pushed = self._try(lambda: entry.push_to(self.frontier))
+            if pushed:
+                # A retry or redirect of a request leased here: its lease passed to the queue.
+                self.leased.discard(lease_key(request))
             if pushed is not None:
                 return pushed
         self._unsent.append(entry)  # checked against the seen filter when Redis is back

@@ -105,9 +105,11 @@ class BaseCrawlSpider(Spider):
 
     def parse_page(self, response: Response) -> Iterator[PageItem | Request]:
         item, page = self.recorder.fetched(response)
-        yield item
         if page is not None:
+            # Links before the row: in a shared crawl the stored row ends the page's lease, so
+            # what the page links to must be queued by then.
             yield from self.follow(response, item, page)
+        yield item
 
     def follow(self, response: Response, item: PageItem, page: PageData) -> Iterator[Request]:
         """Requests for what a page links to; the sitemap spider follows nothing."""

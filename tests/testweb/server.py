@@ -48,9 +48,12 @@ class Router(Resource):
 
         def finished(_: object) -> None:
             entry["end"] = time.time()
+            entry.setdefault("status", 0)  # 0: the client went away before the answer
             self.log.append(entry)
 
         def respond() -> None:
+            if "end" in entry:  # the connection was lost while the answer was delayed
+                return
             entry["status"] = reply.status
             request.setResponseCode(reply.status)
             for name, value in reply.headers.items():
