@@ -28,6 +28,7 @@ from crawler.frontier.wakeup import EngineWakeup
 from crawler.middlewares.robots import robots_for
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 
+
 class PolitePriorityQueue:
     @classmethod
     def from_crawler(

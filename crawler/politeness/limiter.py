@@ -37,15 +37,11 @@ class DomainLimiter:
     def can_start(self, domain: str, now: float | None = None) -> bool:
         return self.policy.can_start(self.state(domain), self.clock() if now is None else now)
 
-    def start(self, domain: str, now: float | None = None, holder: str = "") -> Any:
-        """Reserve the domain's next slot for ``holder``; returns the reservation, which only
-        ``unreserve`` reads."""
-        return self.policy.start(self.state(domain), self.clock() if now is None else now)
-
     def try_start(self, domain: str, holder: str = "") -> Any:
-        """Reserve the domain's next slot now if it is ready: the reservation, or None."""
+        """Reserve the domain's next slot now for ``holder`` if the domain is ready: the
+        reservation (which only ``unreserve`` reads), or None."""
         now = self.clock()
-        return self.start(domain, now, holder) if self.can_start(domain, now) else None
+        return self.policy.start(self.state(domain), now) if self.can_start(domain, now) else None
 
     def sent(self, domain: str) -> None:
         self.policy.sent(self.state(domain), self.clock())

@@ -192,11 +192,6 @@ elseif op == 'try_reserve' then
   refresh(d)
   return reservation
 
-elseif op == 'reserve' then
-  local reservation = reserve(ARGV[7], ARGV[8])
-  refresh(ARGV[7])
-  return reservation
-
 elseif op == 'sent' then
   -- ARGV[7]: domain. The holder of the last slot leaves now: the next slot counts from now.
   local d = ARGV[7]

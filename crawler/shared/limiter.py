@@ -103,9 +103,6 @@ class SharedDomainLimiter(DomainLimiter):
         limit = 1 if state.circuit_open_until is not None else self.policy.concurrency(state)
         return now >= self.policy.ready_at(state) and inflight < limit
 
-    def start(self, domain: str, now: float | None = None, holder: str = "") -> str | None:
-        return self._safely(lambda: self.frontier.reserve(domain, holder or robots_holder(domain)), None)
-
     def try_start(self, domain: str, holder: str = "") -> str | None:
         return self._safely(lambda: self.frontier.try_reserve(domain, holder or robots_holder(domain)), None)
 
@@ -144,7 +141,7 @@ class SharedDomainLimiter(DomainLimiter):
 
 def _decode(fields: list[Any]) -> DomainState:
     state = DomainState(**json.loads(fields[0])) if fields[0] else DomainState()
-    for attribute, value in zip(_SLOT_ATTRIBUTES, fields[1:]):
+    for attribute, value in zip(_SLOT_ATTRIBUTES, fields[1:], strict=True):
         if value is not None:
             setattr(state, attribute, float(value))
     return state

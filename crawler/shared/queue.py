@@ -25,8 +25,8 @@ from crawler.frontier.meta import DOMAIN, HOLDER, NOT_BEFORE, RESERVATION, domai
 from crawler.frontier.wakeup import EngineWakeup
 from crawler.middlewares.robots import robots_for
 from crawler.shared.connection import REDIS_ERRORS, shared_services
-from crawler.shared.store import SharedFrontier
 from crawler.shared.rows import record_error
+from crawler.shared.store import SharedFrontier
 from crawler.storage.signals import rows_committed
 
 logger = logging.getLogger(__name__)

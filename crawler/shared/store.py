@@ -131,9 +131,6 @@ class SharedFrontier:
         answer = self._call("try_reserve", domain, holder)
         return _text(answer) if answer else None
 
-    def reserve(self, domain: str, holder: str) -> str:
-        return _text(self._call("reserve", domain, holder))
-
     def sent(self, domain: str) -> None:
         self._call("sent", domain)
 
