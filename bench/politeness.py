@@ -33,6 +33,7 @@ from pathlib import Path
 
 import redis
 
+from crawler.shared.store import delete_matching
 from tests.testweb import TestWeb
 from tests.testweb.control import LoggedRequest
 
@@ -97,10 +98,7 @@ def _run_all(commands: list[list[str]], cwd: Path | str, env: dict[str, str]) ->
 
 
 def _clear_redis(pattern: str) -> None:
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(match=pattern, count=1000))
-    if keys:
-        client.delete(*keys)
+    delete_matching(redis.Redis.from_url(REDIS_URL), pattern)
 
 
 def _report(label: str, log: list[LoggedRequest], seconds: float, delay: float | None, retry_after: float | None) -> HostReport:

@@ -23,6 +23,7 @@ from pathlib import Path
 import psycopg
 import redis
 
+from crawler.shared.store import delete_matching
 from tests.testweb import TestWeb
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,10 +56,7 @@ def _crawl(processes: int, seeds: list[str], web: TestWeb, hosts: list[str]) -> 
     finally:
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
-        client = redis.Redis.from_url(REDIS_URL)
-        keys = list(client.scan_iter(match=f"crawler:{crawl}:*", count=1000))
-        if keys:
-            client.delete(*keys)
+        delete_matching(redis.Redis.from_url(REDIS_URL), f"crawler:{crawl}:*")
     log = [entry for host in hosts for entry in web.log(host) if entry.status == 200]
     return len(log), max(e.end for e in log) - min(e.start for e in log)
 

@@ -14,6 +14,7 @@ import psycopg
 import pytest
 import redis
 
+from crawler.shared.store import delete_matching
 from tests.helpers import Database
 from tests.testweb import TestWeb
 
@@ -104,9 +105,7 @@ def crawl_name(redis_client: redis.Redis) -> Iterator[str]:
     """A crawl id of its own, whose keys are deleted afterwards."""
     name = f"test-{uuid.uuid4().hex[:12]}"
     yield name
-    keys = list(redis_client.scan_iter(match=f"crawler:{name}:*", count=1000))
-    if keys:
-        redis_client.delete(*keys)
+    delete_matching(redis_client, f"crawler:{name}:*")
 
 
 @pytest.fixture(params=["in-process", "redis"])

@@ -18,7 +18,7 @@ HOLDER = "limiter_holder"
 
 
 def robots_holder(domain: str) -> str:
-    return f"robots:{domain}"
+    return f"robots:{domain}"  # frontier.lua names its robots.txt claims the same way
 
 
 def domain_key(request: Request) -> str:

@@ -1,4 +1,5 @@
-"""A ``skipped`` row for every URL a job leaves in its frontier when it ends early."""
+"""Rows for requests the frontier will not hand out: a ``skipped`` row for every URL a job
+leaves queued when it ends early, an ``error`` row for one that cannot be read back."""
 
 from __future__ import annotations
 
@@ -11,15 +12,19 @@ from crawler.pipelines.rows import page_row
 from crawler.storage.shared import shared_storage
 
 
-def record_unfetched(crawler: Crawler, requests: Iterable[Request], reason: str) -> None:
+def record_outcome(crawler: Crawler, request: Request, status: str, error: str) -> None:
+    """A row for ``request`` with ``status`` and the reason, written with the next batch."""
     storage = shared_storage(crawler)
     recorder = getattr(crawler.spider, "recorder", None)
     if storage is None or recorder is None:
         return
+    item = recorder.base(request, status)
+    item.error = error
+    storage.outbox.new_pages.append(page_row(item))
+    crawler.stats.inc_value(f"pages/status/{status}")
+
+
+def record_unfetched(crawler: Crawler, requests: Iterable[Request], reason: str) -> None:
     for request in requests:
-        if request.meta.get("dont_obey_robotstxt"):  # a spider's own robots.txt request
-            continue
-        item = recorder.base(request, "skipped")
-        item.error = f"not fetched: the job ended early ({reason})"
-        storage.outbox.new_pages.append(page_row(item))
-        crawler.stats.inc_value("pages/status/skipped")
+        if not request.meta.get("dont_obey_robotstxt"):  # not a spider's own robots.txt request
+            record_outcome(crawler, request, "skipped", f"not fetched: the job ended early ({reason})")

@@ -17,7 +17,7 @@ import redis
 from scrapy import Request
 from scrapy_redis.dupefilter import RFPDupeFilter
 
-from crawler.shared.store import batched
+from crawler.shared.store import delete_matching
 
 BUCKETS = 16_384
 
@@ -39,6 +39,5 @@ class SeenFilter(RFPDupeFilter):
         return self.server.sadd(key, value) == 0
 
     def clear(self) -> None:
-        for keys in batched(self.server.scan_iter(match=f"{self.key}:*", count=1000), 500):
-            self.server.delete(*keys)
+        delete_matching(self.server, f"{self.key}:*")
 

@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 
 import redis
 
-from crawler.frontier.meta import robots_holder
 from crawler.politeness.limiter import DomainLimiter
 from crawler.politeness.policy import DomainState, Outcome, Policy
 from crawler.shared.connection import REDIS_ERRORS
@@ -104,7 +103,7 @@ class SharedDomainLimiter(DomainLimiter):
         return now >= self.policy.ready_at(state) and inflight < limit
 
     def try_start(self, domain: str, holder: str = "") -> str | None:
-        return self._safely(lambda: self.frontier.try_reserve(domain, holder or robots_holder(domain)), None)
+        return self._safely(lambda: self.frontier.try_reserve(domain, holder), None)
 
     def sent(self, domain: str) -> None:
         self._safely(lambda: self.frontier.sent(domain), None)
@@ -113,7 +112,7 @@ class SharedDomainLimiter(DomainLimiter):
         self._safely(lambda: self.frontier.unreserve(domain, str(reservation)), None)
 
     def finish(self, domain: str, holder: str = "") -> None:
-        self._safely(lambda: self.frontier.finish(domain, holder or robots_holder(domain)), None)
+        self._safely(lambda: self.frontier.finish(domain, holder), None)
 
     # --- outcomes ----------------------------------------------------------------------------
     def success(self, domain: str, latency: float | None = None) -> Outcome:

@@ -22,10 +22,10 @@ from scrapy_redis.queue import Base
 
 from crawler.frontier.codec import RequestCodec, UnserializableRequest
 from crawler.frontier.meta import DOMAIN, HOLDER, NOT_BEFORE, RESERVATION, domain_key, robots_holder
+from crawler.frontier.unfetched import record_outcome
 from crawler.frontier.wakeup import EngineWakeup
 from crawler.middlewares.robots import robots_for
 from crawler.shared.connection import REDIS_ERRORS, shared_services
-from crawler.shared.rows import record_error
 from crawler.shared.store import SharedFrontier
 from crawler.storage.signals import rows_committed
 
@@ -73,7 +73,7 @@ class SharedFrontierQueue(Base):
         self.codec = RequestCodec(
             spider, settings.getlist("CRAWLER_REDIS_META_KEYS"), settings.getlist("CRAWLER_REDIS_LOCAL_META_KEYS")
         )
-        self.poll_seconds = crawler.settings.getfloat("CRAWLER_REDIS_POLL_SECONDS")
+        self.poll_seconds = settings.getfloat("CRAWLER_REDIS_POLL_SECONDS")
         self.stats = crawler.stats
         self.wakeup = EngineWakeup(crawler)
         self.leased: set[str] = set()
@@ -181,7 +181,10 @@ class SharedFrontierQueue(Base):
             key = encoded.partition("\t")[0]
             logger.error("Dropping an unreadable request from the shared frontier (%s): %r", exc, encoded[:200])
             self.stats.inc_value("frontier/unreadable")
-            record_error(self.crawler, key, f"unreadable in the shared frontier: {exc}")
+            try:
+                record_outcome(self.crawler, Request(key), "error", f"unreadable in the shared frontier: {exc}")
+            except ValueError:
+                logger.error("No row for %r: not a URL", key)
             self.frontier.finish(domain, key)
             self.frontier.ack([key])
             return None

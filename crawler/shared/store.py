@@ -181,22 +181,19 @@ class SharedFrontier:
 
     def clear(self) -> int:
         """Delete every key of the crawl; the number deleted."""
-        deleted = 0
-        for batch in batched(self.client.scan_iter(match=f"{self.prefix}:*", count=1000), 500):
-            deleted += self.client.delete(*batch)
-        return deleted
+        return delete_matching(self.client, f"{self.prefix}:*")
 
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def batched(iterable: Iterable[Any], size: int) -> Iterable[list[Any]]:
-    batch: list[Any] = []
-    for item in iterable:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
+def delete_matching(client: redis.Redis, pattern: str) -> int:
+    """Delete the keys matching ``pattern`` (SCAN, never KEYS); the number deleted."""
+    deleted, batch = 0, []
+    for key in client.scan_iter(match=pattern, count=1000):
+        batch.append(key)
+        if len(batch) == 500:
+            deleted += client.delete(*batch)
             batch = []
-    if batch:
-        yield batch
+    return deleted + (client.delete(*batch) if batch else 0)
