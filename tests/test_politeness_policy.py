@@ -219,6 +219,20 @@ def test_a_probe_that_holds_for_a_whole_run_is_kept() -> None:
     assert state.learned_delay == 4.0 and state.floor == 4.0
 
 
+@pytest.mark.parametrize(("floor", "raised"), [(0.25, 0.2625), (1.5, 1.575), (4.0, 5.0)])
+def test_a_429_at_the_floor_raises_delay_and_floor_one_fine_step(floor: float, raised: float) -> None:
+    """The floor held for a whole run of successes, so the limit lies just above it: a coarse
+    step would overshoot and then probe back down in 20-success steps."""
+    policy = _policy(default_delay=0.05, probe_after=20, probe_fraction=0.05)
+    state = DomainState(learned_delay=floor, floor=floor)
+    outcome = policy.on_blocked(state, 0)
+    assert outcome.change is Change.INCREASED and outcome.block == 1.0
+    assert state.learned_delay == pytest.approx(raised) and state.floor == pytest.approx(raised)
+    above = DomainState(learned_delay=0.3, floor=0.25)  # above the floor: the coarse step
+    policy.on_blocked(above, 0)
+    assert above.learned_delay == pytest.approx(0.375) and above.floor == 0.25
+
+
 def test_short_delays_probe_down_in_small_steps() -> None:
     policy = _policy(default_delay=0.05, probe_after=1, probe_fraction=0.05)
     state = DomainState(learned_delay=0.3125)

@@ -218,7 +218,12 @@ class Policy:
             change = Change.REVERTED
         else:
             current = max(state.learned_delay, self.baseline(state))
-            state.learned_delay = min(self.config.max_delay, current + self.step_up(current))
+            if state.floor and current <= state.floor:
+                # Refused at the floor, a delay that held for a whole run of successes: the
+                # limit lies just above it, so a fine step, and the floor rises with it.
+                state.learned_delay = state.floor = min(self.config.max_delay, current + self.step_down(current))
+            else:
+                state.learned_delay = min(self.config.max_delay, current + self.step_up(current))
             change = Change.INCREASED
         wait = retry_after if retry_after is not None else float(fibonacci(state.blocking_streak))
         block = min(max(wait, 0.0), self.config.block_cap)
