@@ -8,6 +8,12 @@ not blocked and its concurrency allows; the slot is reserved as the request is h
 throttled domain never holds downloader capacity that other domains could use. Requests with a
 ``not_before`` time (retries with backoff) wait here, not in a worker. When nothing is ready the
 queue wakes the engine itself at the next ready time; Scrapy would otherwise ask only every 5 s.
+
+Domains are indexed, so a pop looks only at domains whose time has come, whatever the number
+of domains queued: each domain with queued requests has one live entry, either among the ready
+(ordered by priority, then the domain served longest ago) or on the timeline (ordered by when
+it may start). The limiter says when a domain may be ready sooner than its time (a slot
+finished or given back, a block cleared, robots.txt arrived).
 """
 
 from __future__ import annotations
@@ -25,8 +31,12 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.frontier.meta import DOMAIN, HOLDER, NOT_BEFORE, RESERVATION, domain_key, robots_holder
 from crawler.frontier.wakeup import EngineWakeup
-from crawler.middlewares.robots import robots_for
+from crawler.middlewares.robots import RobotsMiddleware, robots_for
 from crawler.politeness.limiter import DomainLimiter, limiter_for
+
+RECHECK_SECONDS = 1.0
+"""When a domain that waits for a free slot or its robots.txt is looked at again unless told
+sooner (in a shared crawl, other processes free slots without telling this one)."""
 
 
 class PolitePriorityQueue:
@@ -59,14 +69,21 @@ class PolitePriorityQueue:
         self.limiter = limiter or limiter_for(crawler)
         self.queues: dict[str, ScrapyPriorityQueue] = {}
         self.waiting: list[tuple[float, int, Request]] = []  # (not_before, order, request)
+        self._size = 0
         self._order = itertools.count()
         self._rotation = itertools.count()
         self._served: dict[str, int] = {}
+        self._ready: list[tuple[int, int, int, str]] = []  # (priority, last served, entry, domain)
+        self._timeline: list[tuple[float, int, str]] = []  # (when, entry, domain)
+        self._entry: dict[str, int] = {}  # domain -> its live entry; older ones are skipped
         self._wakeup = EngineWakeup(crawler)
         self._schemes: dict[str, str] = {}
         self._holder_prefix = f"local-{uuid.uuid4().hex[:12]}"  # unique among a shared crawl's processes
         for domain, prios in (startprios or {}).items():
-            self.queues[domain] = self._queue(domain, prios)
+            queue = self.queues[domain] = self._queue(domain, prios)
+            self._size += len(queue)
+            self._mark_ready(domain)
+        self.limiter.watch(self._may_be_ready)
 
     def _queue(self, domain: str, startprios: Iterable[int] = ()) -> ScrapyPriorityQueue:
         safe = "".join(c if c.isalnum() or c in "-." else "_" for c in domain)
@@ -79,6 +96,7 @@ class PolitePriorityQueue:
         )
 
     def push(self, request: Request) -> None:
+        self._size += 1
         not_before = request.meta.get(NOT_BEFORE)
         if not_before is not None and not_before > self.limiter.clock():
             heapq.heappush(self.waiting, (not_before, next(self._order), request))
@@ -91,58 +109,90 @@ class PolitePriorityQueue:
         queue = self.queues.get(domain)
         if queue is None:
             queue = self.queues[domain] = self._queue(domain)
+            queue.push(request)
+            self._mark_ready(domain)
+            return
+        best = queue.curprio
         queue.push(request)
+        if queue.curprio != best:  # a higher priority: its place among the ready changes
+            self._mark_ready(domain)
 
     def pop(self) -> Request | None:
         now = self.limiter.clock()
         while self.waiting and self.waiting[0][0] <= now:
             self._enqueue(heapq.heappop(self.waiting)[2])
-        best: tuple[int, int, str] | None = None
+        while self._timeline and self._timeline[0][0] <= now:
+            _, entry, domain = heapq.heappop(self._timeline)
+            if self._entry.get(domain) == entry:
+                self._mark_ready(domain)
         robots = robots_for(self.crawler)
-        for domain, queue in self.queues.items():
-            if queue.curprio is None or not self.limiter.can_start(domain, now):
-                continue
-            if robots is not None and not robots.ready(domain):
-                # The domain's robots.txt comes first, on the domain's own slot.
-                if not robots.fetching(domain):
-                    reservation = self.limiter.try_start(domain, robots_holder(domain))
-                    if reservation is not None:
-                        robots.fetch(domain, self._schemes.get(domain, "http"), reservation)
-                continue
+        while self._ready:
             # Highest priority first (lowest curprio); among equals the domain served longest ago.
-            candidate = (queue.curprio, self._served.get(domain, -1), domain)
-            if best is None or candidate < best:
-                best = candidate
-        if best is None:
-            self._wake_engine_at(self._next_ready(now), now)
+            _, _, entry, domain = heapq.heappop(self._ready)
+            if self._entry.get(domain) == entry and (request := self._start(domain, now, robots)) is not None:
+                return request
+        self._wake_engine_at(self._next_ready(), now)
+        return None
+
+    def _start(self, domain: str, now: float, robots: RobotsMiddleware | None) -> Request | None:
+        """The domain's next request if the domain may start one now; else the domain waits."""
+        if not self.limiter.can_start(domain, now):
+            self._wait(domain, now)
             return None
-        domain = best[2]
-        queue = self.queues[domain]
+        if robots is not None and not robots.ready(domain):
+            # The domain's robots.txt comes first, on the domain's own slot; its arrival makes
+            # the domain ready.
+            if not robots.fetching(domain):
+                reservation = self.limiter.try_start(domain, robots_holder(domain))
+                if reservation is not None:
+                    robots.fetch(domain, self._schemes.get(domain, "http"), reservation)
+            self._mark_waiting(domain, now + RECHECK_SECONDS)
+            return None
         holder = f"{self._holder_prefix}:{next(self._order)}"
         reservation = self.limiter.try_start(domain, holder)
         if reservation is None:  # another process of a shared crawl took the slot first
-            self._wake_engine_at(self.limiter.ready_at(domain), now)
+            self._wait(domain, now)
             return None
+        queue = self.queues[domain]
         request = queue.pop()
-        if len(queue) == 0:
-            del self.queues[domain]
-            queue.close()
-        request.meta.update({DOMAIN: domain, RESERVATION: reservation, HOLDER: holder})
+        self._size -= 1
         self._served[domain] = next(self._rotation)
+        if len(queue) == 0:
+            del self.queues[domain], self._entry[domain]
+            queue.close()
+        elif (ready_at := self.limiter.ready_at(domain)) > now:
+            self._mark_waiting(domain, ready_at)
+        else:  # no delay: the next pop may start another if the concurrency allows
+            self._mark_ready(domain)
+        request.meta.update({DOMAIN: domain, RESERVATION: reservation, HOLDER: holder})
         return request
 
-    def _next_ready(self, now: float) -> float | None:
-        robots = robots_for(self.crawler)
-        # A domain whose robots.txt is being fetched is woken when it arrives.
-        times = [
-            self.limiter.ready_at(domain)
-            for domain in self.queues
-            if robots is None or not robots.fetching(domain)
-        ]
-        times = [t for t in times if t > now]  # domains at their concurrency limit wake on a response
+    def _wait(self, domain: str, now: float) -> None:
+        """Until the domain's ready time, or, when only its concurrency holds it, until a slot
+        finishes (which the limiter tells)."""
+        ready_at = self.limiter.ready_at(domain)
+        self._mark_waiting(domain, ready_at if ready_at > now else now + RECHECK_SECONDS)
+
+    def _mark_ready(self, domain: str) -> None:
+        entry = self._entry[domain] = next(self._order)
+        heapq.heappush(self._ready, (self.queues[domain].curprio, self._served.get(domain, -1), entry, domain))
+
+    def _mark_waiting(self, domain: str, when: float) -> None:
+        entry = self._entry[domain] = next(self._order)
+        heapq.heappush(self._timeline, (when, entry, domain))
+
+    def _may_be_ready(self, domain: str) -> None:
+        if domain in self.queues:
+            self._mark_ready(domain)
+
+    def _next_ready(self) -> float | None:
+        timeline = self._timeline
+        while timeline and self._entry.get(timeline[0][2]) != timeline[0][1]:
+            heapq.heappop(timeline)  # an entry a later one replaced
+        times = [timeline[0][0]] if timeline else []
         if self.waiting:
             times.append(self.waiting[0][0])
-        return min(times) if times else None
+        return min(times, default=None)
 
     def _wake_engine_at(self, when: float | None, now: float) -> None:
         if when is not None:
@@ -156,8 +206,15 @@ class PolitePriorityQueue:
             while (request := queue.pop()) is not None:
                 drained.append(request)
             queue.close()
-        self.queues.clear()
+        self._forget_domains()
         return drained
+
+    def _forget_domains(self) -> None:
+        self.queues.clear()
+        self._ready.clear()
+        self._timeline.clear()
+        self._entry.clear()
+        self._size = len(self.waiting)
 
     def peek(self) -> Request | None:
         for queue in self.queues.values():
@@ -169,11 +226,12 @@ class PolitePriorityQueue:
         while self.waiting:  # keep waiting retries in the persisted queues; they carry not_before
             self._enqueue(heapq.heappop(self.waiting)[2])
         state = {domain: queue.close() for domain, queue in self.queues.items()}
-        self.queues.clear()
+        self._forget_domains()
+        self.limiter.unwatch(self._may_be_ready)
         return state
 
     def __len__(self) -> int:
-        return sum(len(queue) for queue in self.queues.values()) + len(self.waiting)
+        return self._size
 
     def __contains__(self, domain: str) -> bool:
         return domain in self.queues

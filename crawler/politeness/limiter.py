@@ -24,6 +24,19 @@ class DomainLimiter:
         self.policy = policy
         self.clock = clock
         self.states: dict[str, DomainState] = {}
+        self._watchers: list[Callable[[str], None]] = []
+
+    def watch(self, callback: Callable[[str], None]) -> None:
+        """Have ``callback(domain)`` called when a domain may have become ready sooner than
+        its ready time said: a slot finished or given back, a success, robots.txt rules."""
+        self._watchers.append(callback)
+
+    def unwatch(self, callback: Callable[[str], None]) -> None:
+        self._watchers.remove(callback)
+
+    def may_be_ready(self, domain: str) -> None:
+        for callback in self._watchers:
+            callback(domain)
 
     def state(self, domain: str) -> DomainState:
         state = self.states.get(domain)
@@ -48,12 +61,16 @@ class DomainLimiter:
 
     def unreserve(self, domain: str, reservation: Any) -> None:
         self.policy.unreserve(self.state(domain), reservation)
+        self.may_be_ready(domain)
 
     def finish(self, domain: str, holder: str = "") -> None:
         self.policy.finish(self.state(domain))
+        self.may_be_ready(domain)
 
     def success(self, domain: str, latency: float | None = None) -> Outcome:
-        return self.policy.on_success(self.state(domain), self.clock(), latency)
+        outcome = self.policy.on_success(self.state(domain), self.clock(), latency)
+        self.may_be_ready(domain)  # a block cleared
+        return outcome
 
     def failure(self, domain: str) -> bool:
         """Record a failure; True when it opens the domain's circuit."""
@@ -64,6 +81,7 @@ class DomainLimiter:
 
     def set_robots_delay(self, domain: str, delay: float | None) -> None:
         self.policy.set_robots_delay(self.state(domain), delay, self.clock())
+        self.may_be_ready(domain)
 
     def learned(self, domain: str, delay: float, floor: float) -> None:
         """Seed a domain with what earlier crawls learned."""

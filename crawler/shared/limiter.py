@@ -110,13 +110,17 @@ class SharedDomainLimiter(DomainLimiter):
 
     def unreserve(self, domain: str, reservation: Any) -> None:
         self._safely(lambda: self.frontier.unreserve(domain, str(reservation)), None)
+        self.may_be_ready(domain)
 
     def finish(self, domain: str, holder: str = "") -> None:
         self._safely(lambda: self.frontier.finish(domain, holder), None)
+        self.may_be_ready(domain)
 
     # --- outcomes ----------------------------------------------------------------------------
     def success(self, domain: str, latency: float | None = None) -> Outcome:
-        return self._apply(domain, lambda s: self.policy.on_success(s, self.clock(), latency), Outcome())
+        outcome = self._apply(domain, lambda s: self.policy.on_success(s, self.clock(), latency), Outcome())
+        self.may_be_ready(domain)
+        return outcome
 
     def failure(self, domain: str) -> bool:
         return self._apply(domain, lambda s: self.policy.on_failure(s, self.clock()), False)
@@ -126,6 +130,7 @@ class SharedDomainLimiter(DomainLimiter):
 
     def set_robots_delay(self, domain: str, delay: float | None) -> None:
         self._apply(domain, lambda s: self.policy.set_robots_delay(s, delay, self.clock()), None)
+        self.may_be_ready(domain)
 
     def learned(self, domain: str, delay: float, floor: float) -> None:
         """Seed a domain with what earlier crawls learned, unless the running crawl has learned

@@ -1,0 +1,91 @@
+"""The cost of handing out a request as the number of queued domains grows: this crawler's
+politeness-aware frontier queue against stock Scrapy's priority queue (which knows no domains).
+
+    .venv/bin/python -m bench.frontier_pop [--domains 100 1000 10000] [--rounds 3] [--runs 3]
+
+Every domain holds ``--rounds`` requests; the queue hands out one request per domain, the
+domains' delay (1 s, on a fake clock) passes, and so on until all are out, with a ``len()``
+before every pop as Scrapy's engine does. Stock Scrapy's ``ScrapyPriorityQueue`` pops the same
+requests in one go. Printed: microseconds per request (median of ``--runs``) and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+from scrapy import Request, Spider
+from scrapy.pqueues import ScrapyPriorityQueue
+from scrapy.squeues import FifoMemoryQueue
+from scrapy.utils.test import get_crawler
+
+from crawler.frontier.queue import PolitePriorityQueue
+from crawler.politeness.limiter import DomainLimiter
+from crawler.politeness.policy import Policy, PolicyConfig
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _requests(domains: int, rounds: int) -> list[Request]:
+    return [Request(f"http://site{d}.example/page/{r}") for r in range(rounds) for d in range(domains)]
+
+
+def _ours(domains: int, rounds: int) -> float:
+    clock = FakeClock()
+    limiter = DomainLimiter(Policy(PolicyConfig(default_delay=1.0)), clock)
+    queue = PolitePriorityQueue(get_crawler(Spider), FifoMemoryQueue, "", limiter=limiter)
+    for request in _requests(domains, rounds):
+        queue.push(request)
+    started = time.perf_counter()
+    handed_out = 0
+    while len(queue):
+        request = queue.pop()
+        if request is None:
+            clock.now += 1.0  # every domain's delay has passed
+            continue
+        limiter.finish(request.meta["limiter_domain"])
+        handed_out += 1
+    assert handed_out == domains * rounds
+    return time.perf_counter() - started
+
+
+def _stock(domains: int, rounds: int) -> float:
+    queue = ScrapyPriorityQueue(get_crawler(Spider), FifoMemoryQueue, "")
+    for request in _requests(domains, rounds):
+        queue.push(request)
+    started = time.perf_counter()
+    handed_out = 0
+    while len(queue):
+        queue.pop()
+        handed_out += 1
+    assert handed_out == domains * rounds
+    return time.perf_counter() - started
+
+
+def _median_us(run: Callable[[int, int], float], domains: int, rounds: int, runs: int) -> float:
+    return statistics.median(run(domains, rounds) for _ in range(runs)) / (domains * rounds) * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--domains", type=int, nargs="+", default=[100, 1_000, 10_000])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    print(f"{'domains':>8}{'this crawler µs/request':>25}{'stock µs/request':>18}{'ratio':>8}")
+    for domains in args.domains:
+        ours = _median_us(_ours, domains, args.rounds, args.runs)
+        stock = _median_us(_stock, domains, args.rounds, args.runs)
+        print(f"{domains:8d}{ours:25.1f}{stock:18.1f}{ours / stock:8.1f}")
+
+
+if __name__ == "__main__":
+    main()

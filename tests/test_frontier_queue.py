@@ -1,0 +1,148 @@
+"""The politeness-aware frontier queue on its own, with a fake clock: which domain it hands a
+request to, when, and how much it looks at to decide."""
+
+from __future__ import annotations
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.squeues import FifoMemoryQueue
+from scrapy.utils.test import get_crawler
+
+from crawler.frontier.meta import DOMAIN, NOT_BEFORE, RESERVATION
+from crawler.frontier.queue import PolitePriorityQueue
+from crawler.politeness.limiter import DomainLimiter
+from crawler.politeness.policy import Policy, PolicyConfig
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class CountingLimiter(DomainLimiter):
+    """Counts how many domains the queue asks about."""
+
+    consulted = 0
+
+    def can_start(self, domain: str, now: float | None = None) -> bool:
+        self.consulted += 1
+        return super().can_start(domain, now)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def _queue(clock: Clock, **config) -> tuple[PolitePriorityQueue, CountingLimiter]:
+    limiter = CountingLimiter(Policy(PolicyConfig(**{"default_delay": 1.0, **config})), clock)
+    crawler = get_crawler(Spider)
+    return PolitePriorityQueue(crawler, FifoMemoryQueue, "", limiter=limiter), limiter
+
+
+def _urls(queue: PolitePriorityQueue) -> list[str | None]:
+    """Pop until nothing is ready."""
+    urls = []
+    while (request := queue.pop()) is not None:
+        urls.append(request.url)
+    return urls
+
+
+def test_ready_domains_by_priority_then_the_one_served_longest_ago(clock: Clock) -> None:
+    queue, _ = _queue(clock)
+    for url, priority in [("http://a.example/1", 0), ("http://b.example/1", 5), ("http://c.example/1", 0)]:
+        queue.push(Request(url, priority=priority))
+    assert _urls(queue) == ["http://b.example/1", "http://a.example/1", "http://c.example/1"]
+    queue.push(Request("http://c.example/2"))
+    queue.push(Request("http://a.example/2"))
+    assert _urls(queue) == []  # both wait for their delay
+    clock.now += 1.0
+    assert _urls(queue) == ["http://a.example/2", "http://c.example/2"]  # a was served before c
+
+
+def test_a_higher_priority_request_moves_its_domain_ahead(clock: Clock) -> None:
+    queue, _ = _queue(clock)
+    queue.push(Request("http://a.example/low"))
+    queue.push(Request("http://b.example/low"))
+    queue.push(Request("http://b.example/high", priority=10))
+    assert _urls(queue) == ["http://b.example/high", "http://a.example/low"]
+
+
+def test_a_handed_out_request_holds_its_domains_slot(clock: Clock) -> None:
+    queue, limiter = _queue(clock)
+    queue.push(Request("http://a.example/1"))
+    request = queue.pop()
+    assert request is not None and request.meta[DOMAIN] == "a.example"
+    assert request.meta[RESERVATION] == clock.now + 1.0 == limiter.ready_at("a.example")
+
+
+def test_a_slot_given_back_makes_the_domain_ready_at_once(clock: Clock) -> None:
+    queue, limiter = _queue(clock)
+    queue.push(Request("http://a.example/1"))
+    queue.push(Request("http://a.example/2"))
+    first = queue.pop()
+    assert first is not None and queue.pop() is None
+    limiter.finish("a.example")
+    limiter.unreserve("a.example", first.meta[RESERVATION])  # dropped before it was sent
+    assert _urls(queue) == ["http://a.example/2"]
+
+
+def test_a_domain_at_its_concurrency_limit_is_ready_when_a_slot_finishes(clock: Clock) -> None:
+    queue, limiter = _queue(clock, default_delay=0.0, base_concurrency=1)
+    for n in range(3):
+        queue.push(Request(f"http://a.example/{n}"))
+    assert _urls(queue) == ["http://a.example/0"]
+    limiter.finish("a.example")
+    assert _urls(queue) == ["http://a.example/1"]
+
+
+def test_a_block_cleared_by_a_success_makes_the_domain_ready(clock: Clock) -> None:
+    queue, limiter = _queue(clock, default_delay=0.0)
+    for n in range(3):
+        queue.push(Request(f"http://a.example/{n}"))
+    assert _urls(queue) == ["http://a.example/0", "http://a.example/1"]  # two at once
+    limiter.finish("a.example")
+    limiter.blocked("a.example", retry_after=30)
+    assert _urls(queue) == []
+    limiter.finish("a.example")
+    limiter.success("a.example")
+    assert _urls(queue) == ["http://a.example/2"]
+
+
+def test_retries_wait_for_their_not_before(clock: Clock) -> None:
+    queue, _ = _queue(clock)
+    queue.push(Request("http://a.example/retry", meta={NOT_BEFORE: clock.now + 5}))
+    assert _urls(queue) == [] and len(queue) == 1
+    clock.now += 5
+    assert _urls(queue) == ["http://a.example/retry"] and len(queue) == 0
+
+
+def test_length_counts_queued_and_waiting_requests(clock: Clock) -> None:
+    queue, _ = _queue(clock)
+    for n in range(5):
+        queue.push(Request(f"http://a.example/{n}"))
+    queue.push(Request("http://b.example/retry", meta={NOT_BEFORE: clock.now + 60}))
+    assert len(queue) == 6
+    assert queue.pop() is not None and len(queue) == 5
+    drained = queue.drain()
+    assert len(drained) == 5 and len(queue) == 0 and queue.pop() is None
+
+
+def test_a_pop_looks_only_at_domains_whose_time_has_come(clock: Clock) -> None:
+    queue, limiter = _queue(clock)
+    domains = 10_000
+    for n in range(domains):
+        queue.push(Request(f"http://site{n}.example/1"))
+        queue.push(Request(f"http://site{n}.example/2"))
+    assert len(_urls(queue)) == domains
+    limiter.consulted = 0
+    assert queue.pop() is None and limiter.consulted == 0  # every domain waits for its delay
+    clock.now += 0.5
+    assert queue.pop() is None and limiter.consulted == 0
+    clock.now += 0.5
+    assert len(_urls(queue)) == domains
+    assert limiter.consulted == 2 * domains  # per request handed out, one domain checked twice (ready? reserve)
+    assert len(queue) == 0
