@@ -77,7 +77,9 @@ CRAWLER_JOB_FAILURE_THRESHOLD = 20
 CRAWLER_CANCEL_429_STREAK = 0
 EXTENSIONS = {
     "crawler.extensions.job_health.JobHealth": 500,
+    "crawler.extensions.gc_freeze.GcFreeze": 0,
 }
+CRAWLER_GC_FREEZE = True
 CRAWLER_MAX_LINKS_PER_PAGE = 1000
 CRAWLER_RESPECT_NOFOLLOW = True
 CRAWLER_FOLLOW_CANONICAL = True
