@@ -70,7 +70,7 @@ DEPTH_LIMIT = 10
 DEPTH_STATS_VERBOSE = True
 # Breadth-first: first in, first out within a priority.
 SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
-SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
+SCHEDULER_MEMORY_QUEUE = "crawler.frontier.compact.CompactFifoMemoryQueue"
 
 CRAWLER_MAX_PAGES = 0
 CRAWLER_JOB_FAILURE_THRESHOLD = 20
