@@ -14,6 +14,14 @@ from crawler.frontier.compact import CompactFifoMemoryQueue, is_plain
 from tests.helpers import PageSpider
 
 
+class LabelledRequest(Request):
+    """A request whose constructor wants more than Request's attributes."""
+
+    def __init__(self, url: str, label: str, **kwargs) -> None:
+        super().__init__(url, **kwargs)
+        self.label = label
+
+
 @pytest.fixture
 def spider() -> PageSpider:
     return PageSpider(name="pages")
@@ -57,8 +65,9 @@ def test_a_request_subclass_keeps_its_class(spider: PageSpider) -> None:
         lambda spider: Request("http://a.example/", meta={"state": object()}),
         lambda spider: Request("http://a.example/", cb_kwargs={"sink": []}, meta={"holder": {1: "int key"}}),
         lambda spider: Request("http://a.example/", callback=lambda response: None),
+        lambda spider: LabelledRequest("http://a.example/", label="seed"),
     ],
-    ids=["object in meta", "non-string key", "lambda callback"],
+    ids=["object in meta", "non-string key", "lambda callback", "a subclass of the project's"],
 )
 def test_any_other_request_stays_the_same_object(spider: PageSpider, request_factory) -> None:
     queue = CompactFifoMemoryQueue(spider)

@@ -6,8 +6,9 @@ every full collection walk hundreds of thousands of objects, stalling the reacto
 between a request's slot and its write breaks its domain's spacing. Bytes are not
 tracked: a request whose meta and callback arguments are plain data (strings, numbers, booleans,
 None, bytes, datetimes, and lists, tuples and dicts of them) and whose callbacks are spider
-methods is kept as its pickled ``request_to_dict`` and rebuilt when it leaves the queue; any
-other request (an object in its meta, a lambda callback) is kept as it is. Pickle never leaves
+methods, and whose class is Scrapy's own, is kept as its pickled ``request_to_dict`` and
+rebuilt when it leaves the queue; any other request (an object in its meta, a lambda callback,
+a subclass whose constructor may want more than its attributes) is kept as it is. Pickle never leaves
 the process: the shared frontier in Redis holds JSON only.
 
 ``SCHEDULER_MEMORY_QUEUE`` points here.
@@ -17,14 +18,14 @@ from __future__ import annotations
 
 import pickle
 from collections import deque
-from datetime import date, datetime
+from datetime import date
 from typing import Any, Self
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.utils.request import request_from_dict
 
-_SCALARS = (str, int, float, bool, type(None), bytes, date, datetime)
+_SCALARS = (str, int, float, type(None), bytes, date)  # with bool and datetime
 _NESTING = 4
 
 
@@ -66,7 +67,7 @@ class CompactFifoMemoryQueue:
         return len(self._items)
 
     def _compact(self, request: Request) -> bytes | Request:
-        if not (is_plain(request.meta) and is_plain(request.cb_kwargs)):
+        if not (type(request).__module__.startswith("scrapy.") and is_plain(request.meta) and is_plain(request.cb_kwargs)):
             return request
         try:
             return pickle.dumps(request.to_dict(spider=self.spider), protocol=pickle.HIGHEST_PROTOCOL)
