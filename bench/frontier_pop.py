@@ -32,14 +32,7 @@ from crawler.frontier.compact import CompactFifoMemoryQueue
 from crawler.frontier.queue import PolitePriorityQueue
 from crawler.politeness.limiter import DomainLimiter
 from crawler.politeness.policy import Policy, PolicyConfig
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.helpers import FakeClock
 
 
 def _requests(domains: int, rounds: int) -> list[Request]:
@@ -92,8 +85,9 @@ def _queued(count: int) -> list[Request]:
 
 def _collector(queue_cls: type, count: int, runs: int) -> tuple[int, float, float]:
     """Tracked objects added, full-collection seconds, seconds per request pushed and popped."""
-    spider = Spider("bench")
-    queue = queue_cls(spider) if queue_cls is CompactFifoMemoryQueue else queue_cls()
+    crawler = get_crawler(Spider)
+    crawler.spider = Spider("bench")
+    queue = queue_cls.from_crawler(crawler)
     gc.collect()
     before = len(gc.get_objects())
     requests = _queued(count)

@@ -96,6 +96,16 @@ def project_settings(**overrides: Any) -> dict[str, Any]:
     return {**values, "LOG_LEVEL": "INFO", **overrides}
 
 
+class FakeClock:
+    """A clock for the pure parts (policy, limiter, frontier): seconds that pass only when told."""
+
+    def __init__(self, now: float = 1_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class PageSpider(Spider):
     """A spider with the links spider's callbacks and nothing else, for requests built in tests."""
 

@@ -12,14 +12,7 @@ from crawler.frontier.meta import DOMAIN, NOT_BEFORE, RESERVATION
 from crawler.frontier.queue import PolitePriorityQueue
 from crawler.politeness.limiter import DomainLimiter
 from crawler.politeness.policy import Policy, PolicyConfig
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.helpers import FakeClock
 
 
 class CountingLimiter(DomainLimiter):
@@ -33,11 +26,11 @@ class CountingLimiter(DomainLimiter):
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FakeClock:
+    return FakeClock()
 
 
-def _queue(clock: Clock, **config) -> tuple[PolitePriorityQueue, CountingLimiter]:
+def _queue(clock: FakeClock, **config) -> tuple[PolitePriorityQueue, CountingLimiter]:
     limiter = CountingLimiter(Policy(PolicyConfig(**{"default_delay": 1.0, **config})), clock)
     crawler = get_crawler(Spider)
     return PolitePriorityQueue(crawler, FifoMemoryQueue, "", limiter=limiter), limiter
@@ -51,7 +44,7 @@ def _urls(queue: PolitePriorityQueue) -> list[str | None]:
     return urls
 
 
-def test_ready_domains_by_priority_then_the_one_served_longest_ago(clock: Clock) -> None:
+def test_ready_domains_by_priority_then_the_one_served_longest_ago(clock: FakeClock) -> None:
     queue, _ = _queue(clock)
     for url, priority in [("http://a.example/1", 0), ("http://b.example/1", 5), ("http://c.example/1", 0)]:
         queue.push(Request(url, priority=priority))
@@ -63,7 +56,7 @@ def test_ready_domains_by_priority_then_the_one_served_longest_ago(clock: Clock)
     assert _urls(queue) == ["http://a.example/2", "http://c.example/2"]  # a was served before c
 
 
-def test_a_higher_priority_request_moves_its_domain_ahead(clock: Clock) -> None:
+def test_a_higher_priority_request_moves_its_domain_ahead(clock: FakeClock) -> None:
     queue, _ = _queue(clock)
     queue.push(Request("http://a.example/low"))
     queue.push(Request("http://b.example/low"))
@@ -71,7 +64,7 @@ def test_a_higher_priority_request_moves_its_domain_ahead(clock: Clock) -> None:
     assert _urls(queue) == ["http://b.example/high", "http://a.example/low"]
 
 
-def test_a_handed_out_request_holds_its_domains_slot(clock: Clock) -> None:
+def test_a_handed_out_request_holds_its_domains_slot(clock: FakeClock) -> None:
     queue, limiter = _queue(clock)
     queue.push(Request("http://a.example/1"))
     request = queue.pop()
@@ -79,7 +72,7 @@ def test_a_handed_out_request_holds_its_domains_slot(clock: Clock) -> None:
     assert request.meta[RESERVATION] == clock.now + 1.0 == limiter.ready_at("a.example")
 
 
-def test_a_slot_given_back_makes_the_domain_ready_at_once(clock: Clock) -> None:
+def test_a_slot_given_back_makes_the_domain_ready_at_once(clock: FakeClock) -> None:
     queue, limiter = _queue(clock)
     queue.push(Request("http://a.example/1"))
     queue.push(Request("http://a.example/2"))
@@ -90,7 +83,7 @@ def test_a_slot_given_back_makes_the_domain_ready_at_once(clock: Clock) -> None:
     assert _urls(queue) == ["http://a.example/2"]
 
 
-def test_a_domain_at_its_concurrency_limit_is_ready_when_a_slot_finishes(clock: Clock) -> None:
+def test_a_domain_at_its_concurrency_limit_is_ready_when_a_slot_finishes(clock: FakeClock) -> None:
     queue, limiter = _queue(clock, default_delay=0.0, base_concurrency=1)
     for n in range(3):
         queue.push(Request(f"http://a.example/{n}"))
@@ -99,7 +92,7 @@ def test_a_domain_at_its_concurrency_limit_is_ready_when_a_slot_finishes(clock: 
     assert _urls(queue) == ["http://a.example/1"]
 
 
-def test_a_block_cleared_by_a_success_makes_the_domain_ready(clock: Clock) -> None:
+def test_a_block_cleared_by_a_success_makes_the_domain_ready(clock: FakeClock) -> None:
     queue, limiter = _queue(clock, default_delay=0.0)
     for n in range(3):
         queue.push(Request(f"http://a.example/{n}"))
@@ -112,7 +105,7 @@ def test_a_block_cleared_by_a_success_makes_the_domain_ready(clock: Clock) -> No
     assert _urls(queue) == ["http://a.example/2"]
 
 
-def test_retries_wait_for_their_not_before(clock: Clock) -> None:
+def test_retries_wait_for_their_not_before(clock: FakeClock) -> None:
     queue, _ = _queue(clock)
     queue.push(Request("http://a.example/retry", meta={NOT_BEFORE: clock.now + 5}))
     assert _urls(queue) == [] and len(queue) == 1
@@ -120,7 +113,7 @@ def test_retries_wait_for_their_not_before(clock: Clock) -> None:
     assert _urls(queue) == ["http://a.example/retry"] and len(queue) == 0
 
 
-def test_length_counts_queued_and_waiting_requests(clock: Clock) -> None:
+def test_length_counts_queued_and_waiting_requests(clock: FakeClock) -> None:
     queue, _ = _queue(clock)
     for n in range(5):
         queue.push(Request(f"http://a.example/{n}"))
@@ -131,7 +124,7 @@ def test_length_counts_queued_and_waiting_requests(clock: Clock) -> None:
     assert len(drained) == 5 and len(queue) == 0 and queue.pop() is None
 
 
-def test_a_pop_looks_only_at_domains_whose_time_has_come(clock: Clock) -> None:
+def test_a_pop_looks_only_at_domains_whose_time_has_come(clock: FakeClock) -> None:
     queue, limiter = _queue(clock)
     domains = 10_000
     for n in range(domains):

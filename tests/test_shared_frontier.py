@@ -9,28 +9,21 @@ import redis
 from crawler.politeness.policy import Policy, PolicyConfig
 from crawler.shared.limiter import SharedDomainLimiter
 from crawler.shared.store import FrontierConfig, SharedFrontier
-
-
-class Clock:
-    def __init__(self, now: float = 1_000.0):
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.helpers import FakeClock
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FakeClock:
+    return FakeClock()
 
 
-def _frontier(client: redis.Redis, name: str, clock: Clock, **config) -> SharedFrontier:
+def _frontier(client: redis.Redis, name: str, clock: FakeClock, **config) -> SharedFrontier:
     settings = {"default_delay": 1.0, "default_concurrency": 2, "robots": False, "lease_seconds": 30.0, **config}
     return SharedFrontier(client, f"crawler:{name}", FrontierConfig(**settings), clock=clock)
 
 
 @pytest.fixture
-def frontier(redis_client: redis.Redis, crawl_name: str, clock: Clock) -> SharedFrontier:
+def frontier(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> SharedFrontier:
     return _frontier(redis_client, crawl_name, clock)
 
 
@@ -44,7 +37,7 @@ def _popped_url(frontier: SharedFrontier) -> str | None:
     return popped.request.partition("\t")[0] if popped.kind == "request" else None
 
 
-def test_highest_priority_first_then_first_in_first_out(frontier: SharedFrontier, clock: Clock) -> None:
+def test_highest_priority_first_then_first_in_first_out(frontier: SharedFrontier, clock: FakeClock) -> None:
     for url, priority in [("http://a/1", 100), ("http://a/2", 300), ("http://a/3", 100), ("http://a/4", 300)]:
         _push(frontier, url, priority)
     order = []
@@ -55,7 +48,7 @@ def test_highest_priority_first_then_first_in_first_out(frontier: SharedFrontier
     assert order == ["http://a/2", "http://a/4", "http://a/1", "http://a/3"]
 
 
-def test_a_domain_is_handed_out_only_when_its_slot_comes(frontier: SharedFrontier, clock: Clock) -> None:
+def test_a_domain_is_handed_out_only_when_its_slot_comes(frontier: SharedFrontier, clock: FakeClock) -> None:
     for n in range(3):
         _push(frontier, f"http://a/{n}")
     _push(frontier, "http://b/0")
@@ -70,7 +63,7 @@ def test_a_domain_is_handed_out_only_when_its_slot_comes(frontier: SharedFrontie
     assert _popped_url(frontier) == "http://a/1"
 
 
-def test_two_processes_never_share_a_slot(redis_client: redis.Redis, crawl_name: str, clock: Clock) -> None:
+def test_two_processes_never_share_a_slot(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
     one, two = _frontier(redis_client, crawl_name, clock), _frontier(redis_client, crawl_name, clock)
     for n in range(10):
         _push(one, f"http://a/{n}")
@@ -86,7 +79,7 @@ def test_two_processes_never_share_a_slot(redis_client: redis.Redis, crawl_name:
     assert min(b - a for a, b in zip(starts, starts[1:])) >= 1.0
 
 
-def test_concurrency_is_counted_across_processes_and_freed_by_finish(redis_client: redis.Redis, crawl_name: str, clock: Clock) -> None:
+def test_concurrency_is_counted_across_processes_and_freed_by_finish(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
     one = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
     two = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
     for n in range(4):
@@ -98,7 +91,7 @@ def test_concurrency_is_counted_across_processes_and_freed_by_finish(redis_clien
     assert _popped_url(one) == "http://a/2"
 
 
-def test_an_expired_lease_goes_back_to_the_front_and_frees_its_slot(frontier: SharedFrontier, clock: Clock) -> None:
+def test_an_expired_lease_goes_back_to_the_front_and_frees_its_slot(frontier: SharedFrontier, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     _push(frontier, "http://a/1")
     assert _popped_url(frontier) == "http://a/0"  # and never acknowledged: its worker died
@@ -113,7 +106,7 @@ def test_an_expired_lease_goes_back_to_the_front_and_frees_its_slot(frontier: Sh
     assert (sizes.queued, sizes.leased, sizes.reclaimed) == (0, 1, 1)
 
 
-def test_acknowledged_requests_are_gone_for_good(frontier: SharedFrontier, clock: Clock) -> None:
+def test_acknowledged_requests_are_gone_for_good(frontier: SharedFrontier, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     assert _popped_url(frontier) == "http://a/0"
     frontier.finish("a", "http://a/0")
@@ -123,7 +116,7 @@ def test_acknowledged_requests_are_gone_for_good(frontier: SharedFrontier, clock
     assert frontier.sizes().empty
 
 
-def test_a_retry_takes_the_place_of_its_lease_and_waits_for_its_time(frontier: SharedFrontier, clock: Clock) -> None:
+def test_a_retry_takes_the_place_of_its_lease_and_waits_for_its_time(frontier: SharedFrontier, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     assert _popped_url(frontier) == "http://a/0"
     frontier.finish("a", "http://a/0")
@@ -136,7 +129,7 @@ def test_a_retry_takes_the_place_of_its_lease_and_waits_for_its_time(frontier: S
     assert _popped_url(frontier) == "http://a/0"
 
 
-def test_released_leases_come_back_at_once(frontier: SharedFrontier, clock: Clock) -> None:
+def test_released_leases_come_back_at_once(frontier: SharedFrontier, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     _push(frontier, "http://a/1")
     assert _popped_url(frontier) == "http://a/0"
@@ -145,7 +138,7 @@ def test_released_leases_come_back_at_once(frontier: SharedFrontier, clock: Cloc
     assert _popped_url(frontier) == "http://a/0"
 
 
-def test_robots_txt_is_fetched_once_for_all_processes(redis_client: redis.Redis, crawl_name: str, clock: Clock) -> None:
+def test_robots_txt_is_fetched_once_for_all_processes(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
     one = _frontier(redis_client, crawl_name, clock, robots=True)
     two = _frontier(redis_client, crawl_name, clock, robots=True)
     _push(one, "http://a/0")
@@ -157,7 +150,7 @@ def test_robots_txt_is_fetched_once_for_all_processes(redis_client: redis.Redis,
     assert _popped_url(two) == "http://a/0"
 
 
-def test_separate_crawls_do_not_see_each_other(redis_client: redis.Redis, crawl_name: str, clock: Clock) -> None:
+def test_separate_crawls_do_not_see_each_other(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
     one = _frontier(redis_client, crawl_name, clock)
     other = _frontier(redis_client, crawl_name + "-other", clock)
     try:
@@ -168,7 +161,7 @@ def test_separate_crawls_do_not_see_each_other(redis_client: redis.Redis, crawl_
         other.clear()
 
 
-def test_a_429_seen_by_one_process_blocks_the_domain_for_all(redis_client: redis.Redis, crawl_name: str, clock: Clock) -> None:
+def test_a_429_seen_by_one_process_blocks_the_domain_for_all(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
     frontier_one = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
     frontier_two = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
     policy = Policy(PolicyConfig(default_delay=0.0))
