@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from crawler.identity import InvalidURL, UrlNormalizer, normalize_url, surt_key, url_hash
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "url_normalization.json"
+CONFORMANCE = Path(__file__).resolve().parent / "conformance" / "url_normalization.json"
 
 
 @pytest.mark.parametrize(

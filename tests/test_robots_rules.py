@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from crawler.robots.rules import RobotsRules
 from crawler.robots.status import rules_for_status, unreachable
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+CONFORMANCE = Path(__file__).resolve().parent / "conformance"
 
 # Where the crawler departs from Google's reference parser, and why.
 GOOGLE_DEVIATIONS = {

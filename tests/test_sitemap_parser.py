@@ -14,7 +14,7 @@ from scrapy.utils.sitemap import sitemap_urls_from_robots
 from crawler.sitemaps import SitemapError, parse_sitemap
 from crawler.sitemaps.dates import parse_date
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+CONFORMANCE = Path(__file__).resolve().parent / "conformance"
 
 # Where this parser differs from crawler-commons on purpose.
 CRAWLER_COMMONS_DEVIATIONS = {
