@@ -1,4 +1,8 @@
-"""Packaging for scrapyd (``scrapyd-deploy`` builds an egg from this)."""
+"""Packaging for scrapyd (``scrapyd-deploy`` builds an egg from this).
+
+Files other than Python modules (the frontier's Lua script) are package data, read through
+``importlib.resources`` so that they load from a zipped egg too.
+"""
 
 from setuptools import find_packages, setup
 
@@ -6,6 +10,7 @@ setup(
     name="crawler",
     version="0.1.0",
     packages=find_packages(include=["crawler", "crawler.*"]),
+    package_data={"crawler": ["**/*.lua"]},
     entry_points={"scrapy": ["settings = crawler.settings"]},
     python_requires=">=3.11",
 )
