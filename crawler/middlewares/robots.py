@@ -29,7 +29,7 @@ from crawler.frontier.meta import DOMAIN, HOLDER, RESERVATION, domain_key, robot
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.robots.cache import CACHED_RESPONSE_FLAG, RobotsCache, RobotsEntry
 from crawler.robots.rules import MAX_BYTES, RobotsRules
-from crawler.robots.status import rules_for_status, unreachable
+from crawler.robots.status import RobotsUnreachable, no_answer, rules_for_status, unreachable
 from crawler.shared.connection import shared_services
 from crawler.shared.robots import SharedRobots, SharedRobotsFile
 from crawler.storage.shared import shared_storage
@@ -126,7 +126,7 @@ class RobotsMiddleware:
             response = await self.crawler.engine.download_async(request)
         except Exception as exc:  # any failure to get an answer is "unreachable"
             self.stats.inc_value(f"robotstxt/exception_count/{global_object_name(type(exc))}")
-            entry = self._store(domain, unreachable(self.user_agent, f"robots.txt {type(exc).__name__}", fail_open=self.fail_open), None, b"")
+            entry = self._store(domain, unreachable(self.user_agent, no_answer(exc), fail_open=self.fail_open), None, b"")
         else:
             self.stats.inc_value(f"robotstxt/response_status_count/{response.status}")
             entry = self._store(domain, self._rules(response.status, response.body), response.status, response.body)
@@ -176,6 +176,8 @@ class RobotsMiddleware:
         decision = entry.rules.decide(request.url)
         self._record(request, domain, entry, decision.allowed, decision.rule)
         if not decision.allowed:
+            if entry.status is None:  # no answer at all: the site is down, not refusing
+                raise RobotsUnreachable(decision.rule)
             logger.debug("Forbidden by robots.txt (%s): %s", decision.rule, request)
             raise IgnoreRequest(f"Forbidden by robots.txt: {decision.rule}")
         return None

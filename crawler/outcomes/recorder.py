@@ -19,6 +19,7 @@ from crawler.extraction import PageData, extract_page, parse_robots_directives
 from crawler.identity import surt_key, url_hash
 from crawler.items import PageItem
 from crawler.middlewares.filters import ResponseFiltered
+from crawler.robots.status import RobotsUnreachable
 from crawler.headers import header, header_values, http_date, media_type
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -95,6 +96,8 @@ class OutcomeRecorder:
             item.error = str(error)
             if error.response is not None:
                 self._describe_response(item, error.response, request)
+        elif isinstance(error, RobotsUnreachable):
+            item.error = str(error)
         elif isinstance(error, IgnoreRequest) and "robots.txt" in str(error):
             item.status = "blocked_by_robots"
             item.error = str(error)

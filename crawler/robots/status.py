@@ -2,7 +2,26 @@
 
 from __future__ import annotations
 
+from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError, DownloadTimeoutError, IgnoreRequest
+
 from crawler.robots.rules import RobotsRules
+
+
+class RobotsUnreachable(IgnoreRequest):
+    """The site gave no answer at all for its robots.txt: its pages are errors, not refusals."""
+
+
+def no_answer(exc: BaseException) -> str:
+    """Why a robots.txt fetch got no answer, for the rows of the site's pages."""
+    if isinstance(exc, DownloadConnectionRefusedError):
+        cause = "connection refused"
+    elif isinstance(exc, CannotResolveHostError):
+        cause = "DNS lookup failed"
+    elif isinstance(exc, DownloadTimeoutError):
+        cause = "timed out"
+    else:
+        cause = type(exc).__name__
+    return f"{cause} while fetching robots.txt"
 
 
 def rules_for_status(status: int, user_agent: str, *, fail_open: bool = False) -> RobotsRules | None:
