@@ -19,11 +19,13 @@ from typing import Any, Self
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import CloseSpider
 from scrapy.utils.python import global_object_name
 
+from crawler.exitcodes import REASON_DATABASE_REFUSED, REASON_DATABASE_UNREACHABLE
 from crawler.items import PageItem, SitemapEntryItem
 from crawler.pipelines.rows import json_safe, page_row, sitemap_entry_row
-from crawler.storage import StorageUnavailable, open_backend
+from crawler.storage import StorageRefused, StorageUnavailable, open_backend
 from crawler.storage.backend import Batch, JobRecord
 from crawler.storage.schema import PAGE_COLUMNS
 from crawler.storage.shared import register
@@ -47,9 +49,11 @@ class StoragePipeline:
         self.max_pending = settings.getint("CRAWLER_STORAGE_MAX_PENDING_ROWS")
         self.retry_max_delay = settings.getfloat("CRAWLER_STORAGE_RETRY_MAX_DELAY")
         self.shutdown_timeout = settings.getfloat("CRAWLER_STORAGE_SHUTDOWN_TIMEOUT")
+        self.connect_timeout = settings.getfloat("CRAWLER_STORAGE_CONNECT_TIMEOUT")
         self.unsaved_dir = Path(settings.get("CRAWLER_UNSAVED_ROWS_DIR"))
         self.backend = open_backend(self.database_url)
-        self.outbox = register(crawler, self.backend).outbox
+        self.storage = register(crawler, self.backend)
+        self.outbox = self.storage.outbox
         self.pending = Batch()
         self.counters = {"pages_fetched": 0, "pages_failed": 0, "rows_written": 0}
         self._flush_lock = asyncio.Lock()
@@ -70,7 +74,7 @@ class StoragePipeline:
         return self.crawler.spider
 
     async def open_spider(self) -> None:
-        await self._until_available(self.backend.open, "open the database")
+        await self._open_backend()
         spider = self.spider
         job = JobRecord(
             id=spider.job_id,
@@ -81,6 +85,20 @@ class StoragePipeline:
         await self._until_available(lambda: self.backend.start_job(job), "record the job")
         logger.info("Storing rows in %s (job %s)", self.backend.target, job.id)
         self._flusher = asyncio.ensure_future(self._flush_periodically())
+
+    async def _open_backend(self) -> None:
+        """Open the database, or close the job at once with a clear reason: a refusal is final,
+        an outage is waited out for ``CRAWLER_STORAGE_CONNECT_TIMEOUT``."""
+        deadline = time.monotonic() + self.connect_timeout
+        try:
+            await self._until_available(self.backend.open, "open the database", deadline=deadline)
+        except StorageRefused as exc:
+            logger.error("The database refused the connection: %s", exc)
+            raise CloseSpider(REASON_DATABASE_REFUSED) from exc
+        except StorageUnavailable as exc:
+            logger.error("The database stayed unreachable for %.0f s: %s", self.connect_timeout, exc)
+            raise CloseSpider(REASON_DATABASE_UNREACHABLE) from exc
+        self.storage.opened = True
 
     async def process_item(self, item: Any) -> Any:
         if isinstance(item, PageItem):
@@ -105,6 +123,8 @@ class StoragePipeline:
             self.pending.pages.append(page_row(item))
 
     async def close_spider(self) -> None:
+        if not self.storage.opened:
+            return
         if self._flusher is not None:
             self._flusher.cancel()
         # The deadline also ends the retries of flushes already under way.
@@ -119,18 +139,8 @@ class StoragePipeline:
         # After the scheduler has closed: its skipped rows are in the outbox, and the reason
         # the job ended is known.
         try:
-            await self.flush()
-            await self._until_available(
-                lambda: self.backend.finish_job(
-                    spider.job_id,
-                    finished_at=datetime.now(UTC),
-                    status=_job_status(reason),
-                    reason=reason,
-                    counters=self.counters,
-                    stats=json.dumps(self.crawler.stats.get_stats(), default=str),
-                ),
-                "record the end of the job",
-            )
+            if self.storage.opened:
+                await self._finish_job(spider, reason)
         except StorageUnavailable as exc:
             self._spill(exc)
         finally:
@@ -144,6 +154,20 @@ class StoragePipeline:
             self.counters["rows_written"],
             time.monotonic() - self._started,
             self.backend.target,
+        )
+
+    async def _finish_job(self, spider: Spider, reason: str) -> None:
+        await self.flush()
+        await self._until_available(
+            lambda: self.backend.finish_job(
+                spider.job_id,
+                finished_at=datetime.now(UTC),
+                status=_job_status(reason),
+                reason=reason,
+                counters=self.counters,
+                stats=json.dumps(self.crawler.stats.get_stats(), default=str),
+            ),
+            "record the end of the job",
         )
 
     async def flush(self, *, full_batches_only: bool = False) -> None:
@@ -184,7 +208,8 @@ class StoragePipeline:
                     self.stats.inc_value("storage/rows_refused")
                     self._append_unsaved(kind, [row], f"{global_object_name(type(exc))}: {exc}")
 
-    async def _until_available(self, operation: Any, what: str) -> None:
+    async def _until_available(self, operation: Any, what: str, deadline: float | None = None) -> None:
+        deadline = min(filter(None, (deadline, self._deadline)), default=None)
         delay = 0.5
         since: float | None = None
         while True:
@@ -193,10 +218,10 @@ class StoragePipeline:
             except StorageUnavailable as exc:
                 now = time.monotonic()
                 since = since or now
-                if self._deadline is not None:
-                    if now >= self._deadline:
+                if deadline is not None:
+                    if now >= deadline:
                         raise
-                    delay = min(delay, self._deadline - now)
+                    delay = min(delay, deadline - now)
                 self.stats.inc_value("storage/retries")
                 logger.warning("Could not %s (%s); retrying in %.1f s, rows kept in memory: %d", what, exc, delay, len(self.pending))
                 await asyncio.sleep(delay)
@@ -246,6 +271,7 @@ class StoragePipeline:
     def _append_unsaved(self, kind: str, rows: list[tuple[Any, ...]], reason: str) -> None:
         if not rows:
             return
+        self.stats.inc_value("storage/rows_unsaved", len(rows))
         path = self._unsaved_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as file:

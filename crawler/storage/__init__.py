@@ -1,5 +1,5 @@
 """Where rows go: one schema, two backends (SQLite embedded, PostgreSQL shared)."""
 
-from crawler.storage.backend import StorageBackend, StorageUnavailable, open_backend
+from crawler.storage.backend import StorageBackend, StorageRefused, StorageUnavailable, open_backend
 
-__all__ = ["StorageBackend", "StorageUnavailable", "open_backend"]
+__all__ = ["StorageBackend", "StorageRefused", "StorageUnavailable", "open_backend"]

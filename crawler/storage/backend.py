@@ -16,6 +16,11 @@ class StorageUnavailable(Exception):
     tries again later."""
 
 
+class StorageRefused(Exception):
+    """The database answered and refused the connection (authentication, unknown database or
+    role): trying again will not help."""
+
+
 @dataclass(slots=True)
 class Batch:
     """Rows written together in one transaction."""

@@ -9,12 +9,15 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from crawler.storage.backend import Batch, StorageBackend, StorageUnavailable
+from crawler.storage.backend import Batch, StorageBackend, StorageRefused, StorageUnavailable
 from crawler.storage.schema import migration_statements, write_statements
 
 _WRITE = write_statements("%s")
 # Any constant will do: it serialises schema migrations of processes that start together.
 _MIGRATION_LOCK = 72_401_337
+# Answers of a server that is there but cannot take the connection now (SQLSTATE 57P03, 53300);
+# libpq gives connection failures as text only.
+_TRANSIENT_REFUSALS = ("starting up", "shutting down", "recovery", "too many", "connection slots")
 
 
 class PostgresBackend(StorageBackend):
@@ -29,6 +32,16 @@ class PostgresBackend(StorageBackend):
         self._pool: AsyncConnectionPool | None = None
 
     async def _connect(self) -> None:
+        # One connection of its own first: the pool retries any failure for ever, while a
+        # refusal (authentication, unknown database or role) is final and is said at once.
+        try:
+            connection = await psycopg.AsyncConnection.connect(self.database_url, connect_timeout=max(1, int(self._connect_timeout)))
+        except psycopg.OperationalError as exc:
+            message = " ".join(str(exc).split())
+            if _refused(message):
+                raise StorageRefused(f"{self.target}: {message}") from exc
+            raise StorageUnavailable(f"{self.target}: {message}") from exc
+        await connection.close()
         self._pool = AsyncConnectionPool(
             self.database_url,
             min_size=1,
@@ -74,6 +87,12 @@ class PostgresBackend(StorageBackend):
         async with self._connection() as connection:
             cursor = await connection.execute(sql.replace("?", "%s"), tuple(params))
             return await cursor.fetchall() if cursor.description else []
+
+
+def _refused(message: str) -> bool:
+    """Whether a connection failure is the server's final answer rather than an outage."""
+    answered = "FATAL:" in message or "no password supplied" in message
+    return answered and not any(transient in message for transient in _TRANSIENT_REFUSALS)
 
 
 class _Guarded:

@@ -169,6 +169,17 @@ MIGRATIONS: tuple[str, ...] = (
         stats TEXT
     );
     """,
+    # One run of a crawl at a time: the lock of each crawl id, its holder and heartbeat.
+    """
+    CREATE TABLE crawl_locks (
+        crawl_id VARCHAR(255) PRIMARY KEY,
+        holder VARCHAR(64) NOT NULL,
+        hostname VARCHAR(255),
+        pid INTEGER,
+        acquired_at {ts} NOT NULL,
+        heartbeat_at {ts} NOT NULL
+    );
+    """,
 )
 
 

@@ -42,6 +42,8 @@ class Outbox:
 class SharedStorage:
     backend: StorageBackend
     outbox: Outbox = field(default_factory=Outbox)
+    opened: bool = False
+    """Whether the pipeline has opened the backend (a job closed at start-up never does)."""
 
 
 _shared: WeakKeyDictionary[Crawler, SharedStorage] = WeakKeyDictionary()
@@ -53,5 +55,7 @@ def register(crawler: Crawler, backend: StorageBackend) -> SharedStorage:
 
 
 def shared_storage(crawler: Crawler) -> SharedStorage | None:
-    """The crawl's storage, or None when no storage pipeline is enabled."""
-    return _shared.get(crawler)
+    """The crawl's storage, or None when no storage pipeline is enabled or its database
+    could not be opened."""
+    shared = _shared.get(crawler)
+    return shared if shared is not None and shared.opened else None

@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from crawler.storage.backend import Batch, StorageBackend, StorageUnavailable
+from crawler.storage.backend import Batch, StorageBackend, StorageRefused, StorageUnavailable
 from crawler.storage.schema import migration_statements, write_statements
 
 T = TypeVar("T")
@@ -51,9 +51,12 @@ class SqliteBackend(StorageBackend):
 
     async def _connect(self) -> None:
         def connect() -> None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            connection.execute("PRAGMA journal_mode=WAL")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+                connection.execute("PRAGMA journal_mode=WAL")
+            except (OSError, sqlite3.DatabaseError) as exc:  # a file that cannot be made or read
+                raise StorageRefused(f"SQLite {self.target}: {exc}") from exc
             connection.execute("PRAGMA synchronous=NORMAL")
             self._connection = connection
 
