@@ -6,6 +6,9 @@
 - ``CRAWLER_CANCEL_429_STREAK`` consecutive 429s (or 403/503) from one domain while its delay
   is at ``CRAWLER_MAX_DELAY`` (default 0: off) cancel the job with reason
   ``cancelled_429_streak``.
+- A job that ends without a single answer from any server, with error rows (every seed
+  unreachable: connection refused, DNS failure, timeouts) closes with reason
+  ``failed_seeds_unreachable``.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from typing import Any, Self
 
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import CloseSpider
 from scrapy.utils.defer import deferred_from_coro
 
+from crawler.exitcodes import REASON_SEEDS_UNREACHABLE
 from crawler.items import PageItem
 from crawler.politeness.limiter import limiter_for
 from crawler.politeness.policy import Outcome
@@ -41,13 +45,22 @@ class JobHealth:
             crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
         if self.cancel_streak:
             crawler.signals.connect(self.domain_blocked, signal=domain_blocked)
+        crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        settings = crawler.settings
-        if not settings.getint("CRAWLER_JOB_FAILURE_THRESHOLD") and not settings.getint("CRAWLER_CANCEL_429_STREAK"):
-            raise NotConfigured
         return cls(crawler)
+
+    def spider_idle(self) -> None:
+        # Only the reason of a job that is closing anyway: Scrapy ignores it while another
+        # handler keeps the spider open.
+        stats = self.crawler.stats
+        errors = stats.get_value("pages/status/error", 0)
+        if errors and not stats.get_value("response_received_count", 0):
+            if not self.closing:
+                self.closing = True
+                logger.error("Closing the job (%s): no server answered; %d error rows say why", REASON_SEEDS_UNREACHABLE, errors)
+            raise CloseSpider(REASON_SEEDS_UNREACHABLE)
 
     def item_scraped(self, item: Any) -> None:
         if not isinstance(item, PageItem):

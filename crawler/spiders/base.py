@@ -48,9 +48,14 @@ class BaseCrawlSpider(Spider):
         # scrapyd passes its job id as ``_job``
         self.job_id = job_id or kwargs.pop("_job", None) or uuid.uuid4().hex
         super().__init__(**kwargs)
-        # A worker joining a named shared crawl may start without seeds (``scrapy seed`` adds them).
-        self.seeds = parse_seeds(url, seeds_file) if url or seeds_file or not crawl else []
+        self.seeds = self.seeds_from(url, seeds_file, crawl)
         self.crawl_id = crawl_id(self.name, self.seeds, crawl)
+
+    @staticmethod
+    def seeds_from(url: str | None, seeds_file: str | None, crawl: str | None) -> list[str]:
+        """The seeds of the spider's arguments; raises SeedError."""
+        # A worker joining a named shared crawl may start without seeds (``scrapy seed`` adds them).
+        return parse_seeds(url, seeds_file) if url or seeds_file or not crawl else []
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
