@@ -78,6 +78,7 @@ CRAWLER_CANCEL_429_STREAK = 0
 EXTENSIONS = {
     "crawler.extensions.job_health.JobHealth": 500,
     "crawler.extensions.gc_freeze.GcFreeze": 0,
+    "crawler.extensions.run_lock.RunLock": 500,
 }
 CRAWLER_GC_FREEZE = True
 CRAWLER_MAX_LINKS_PER_PAGE = 1000
@@ -106,6 +107,11 @@ CRAWLER_STORAGE_MAX_PENDING_ROWS = 10_000
 CRAWLER_STORAGE_RETRY_MAX_DELAY = 30.0
 CRAWLER_STORAGE_SHUTDOWN_TIMEOUT = 300.0
 CRAWLER_UNSAVED_ROWS_DIR = "."
+# A job whose database cannot be reached at start-up for this long ends (exit status 3).
+CRAWLER_STORAGE_CONNECT_TIMEOUT = 30.0
+# One run of a crawl at a time (without REDIS_URL): a lock whose holder has not renewed it for
+# this long is taken over; 0 turns the lock off.
+CRAWLER_RUN_LOCK_SECONDS = 60.0
 
 ITEM_PIPELINES = {
     "crawler.pipelines.storage.StoragePipeline": 800,
@@ -134,3 +140,7 @@ CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
 LOGSTATS_INTERVAL = 10.0
 FEED_EXPORT_ENCODING = "utf-8"
 TELNETCONSOLE_ENABLED = False
+# What a cron job or scrapyd keeps: progress, pacing changes and the summary, not every request;
+# items are logged by URL and status only (at DEBUG), never whole.
+LOG_LEVEL = "INFO"
+LOG_FORMATTER = "crawler.logformatter.BriefLogFormatter"
