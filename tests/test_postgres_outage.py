@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from crawler import exitcodes
 from tests.helpers import FAST, ROOT, Database
 from tests.testweb import TestWeb
 from tests.throwaway_postgres import ThrowawayPostgres
@@ -44,15 +46,16 @@ def _start_crawl(web: TestWeb, url: str, tmp_path: Path, **settings: str) -> sub
     return subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
 
 
-def _finish(crawl: subprocess.Popen[str], timeout: float = 300) -> str:
-    """Wait for the crawl; a crawl that hangs is stopped (by its PID) and fails the test."""
+def _finish(crawl: subprocess.Popen[str], timeout: float = 300, status: int = exitcodes.FINISHED) -> str:
+    """Wait for the crawl, which exits with ``status``; a crawl that hangs is stopped (by its
+    PID) and fails the test."""
     try:
         _, stderr = crawl.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         crawl.kill()
         _, stderr = crawl.communicate()
         raise AssertionError(f"the crawl did not finish in {timeout} s:\n{stderr[-3000:]}") from None
-    assert crawl.returncode == 0, stderr[-3000:]
+    assert crawl.returncode == status, stderr[-3000:]
     return stderr
 
 
@@ -101,7 +104,8 @@ def test_postgres_gone_for_good_spills_rows_to_a_file(web: TestWeb, postgres: Th
     )  # fmt: skip
     _wait_for_rows(postgres.url, 10)
     postgres.stop()
-    stderr = _finish(crawl)
+    # Finished, but the rows are in a file, not in the database: cron must hear of it.
+    stderr = _finish(crawl, status=exitcodes.DATABASE_UNREACHABLE)
     assert "rows were written to" in stderr
     postgres.start()
     stored = {url for (url,) in Database(postgres.url).query("SELECT url FROM pages")}
@@ -111,3 +115,14 @@ def test_postgres_gone_for_good_spills_rows_to_a_file(web: TestWeb, postgres: Th
     assert stored.isdisjoint(spilled_urls)
     assert stored | spilled_urls == _requested_pages(web)
     assert len(stored | spilled_urls) == 120
+
+
+def test_sigterm_during_an_outage_exits_non_zero(web: TestWeb, postgres: ThrowawayPostgres, tmp_path: Path) -> None:
+    crawl = _start_crawl(web, postgres.url, tmp_path, CRAWLER_DEFAULT_DELAY="0.05", CRAWLER_STORAGE_SHUTDOWN_TIMEOUT="2")
+    _wait_for_rows(postgres.url, 10)
+    postgres.stop()
+    time.sleep(1)
+    crawl.send_signal(signal.SIGTERM)
+    stderr = _finish(crawl, timeout=60, status=exitcodes.STOPPED)
+    assert "rows were written to" in stderr
+    assert list(tmp_path.glob("unsaved-rows-*.jsonl"))
