@@ -39,6 +39,7 @@ WEB_SITES = {
     "refusing": "paced:refuse=0.3-100000,pages=10",  # robots.txt answered, then only 429s
     "shared": "paced:crawl_delay=0.05,pages=150",
     "killable": "paced:pages=300,latency_ms=250",
+    "stalling": "paced:pages=20,latency_ms=20000",  # every answer, robots.txt too, takes 20 s
 }
 
 
@@ -83,6 +84,13 @@ def _fresh_database(kind: str, tmp_path: Path) -> Iterator[Database]:
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     """A fresh, empty database of each backend."""
     with _fresh_database(request.param, tmp_path) as fresh:
+        yield fresh
+
+
+@pytest.fixture(scope="module")
+def module_postgres_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    """A fresh PostgreSQL database shared by the tests of a module (for a server they start once)."""
+    with _fresh_database("postgresql", tmp_path_factory.mktemp("database")) as fresh:
         yield fresh
 
 
