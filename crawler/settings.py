@@ -92,6 +92,7 @@ DOWNLOAD_HANDLERS = {
 CRAWLER_MAX_HEADER_BYTES = 256 * 1024
 CRAWLER_MAX_HEADERS = 500
 CRAWLER_MAX_TEXT_CHARS = 500_000
+CRAWLER_MAX_LINKS_READ = 10_000
 # Scrapy's remote-control extension serves an HTTP endpoint that runs Python in the process:
 # off unless an operator turns it on for a run.
 REMOTE_CONTROL_ENABLED = False

@@ -24,6 +24,8 @@ _COMPATIBLE = ip_network("::/96")  # deprecated IPv4-compatible form, ::a.b.c.d
 _NAT64 = (ip_network("64:ff9b::/96"), ip_network("64:ff9b:1::/48"))  # RFC 6052, RFC 8215
 _SIX_TO_FOUR = ip_network("2002::/16")  # RFC 3056
 _TEREDO = ip_network("2001::/32")  # RFC 4380
+_SPECIAL_PURPOSE = (ip_network("192.0.0.0/24"), ip_network("3fff::/20"))
+"""IANA special-purpose blocks that the ``ipaddress`` of older Pythons calls global."""
 _INET_ATON_LIMITS = {1: 0xFFFFFFFF, 2: 0xFFFFFF, 3: 0xFFFF, 4: 0xFF}
 """The largest value of the last part of an ``inet_aton`` address of 1 to 4 parts."""
 
@@ -108,10 +110,10 @@ def refusal(address: Address, allowed_networks: Iterable[Network] = ()) -> Refus
             form, inner = embedded
             if _listed(inner, allowed):
                 return None
-            inner_refusal = refusal(inner, ())
-            if inner_refusal is not None:
-                return Refusal(inner_refusal.category, f"{address} is the {form} form of {inner_refusal.reason}")
-            return None  # a global IPv4 address reached through IPv6
+            category = _category(inner)
+            if category is None:
+                return None  # a global IPv4 address reached through IPv6
+            return Refusal(category, f"{address} is the {form} form of {inner}, {_DESCRIPTIONS[category]}")
     category = _category(address)
     return Refusal(category, f"{address} is {_DESCRIPTIONS[category]}") if category else None
 
@@ -144,7 +146,7 @@ def _category(address: Address) -> str | None:
         return "shared"
     if address.is_private:
         return "private"
-    if address.is_reserved or (isinstance(address, IPv6Address) and address.is_site_local):
+    if address.is_reserved or (isinstance(address, IPv6Address) and address.is_site_local) or _listed(address, _SPECIAL_PURPOSE):
         return "reserved"
     if not address.is_global:
         return "not-global"
@@ -199,7 +201,7 @@ class AddressPolicy:
         found = refusal(resolved, self.allowed_networks)
         if found is None or literal_address(host) is not None:
             return found
-        return Refusal(found.category, f"{host} resolves to {found.reason}")
+        return Refusal(found.category, f"{host} resolves to {resolved}; {found.reason}")
 
 
 def _name(host: str) -> str:

@@ -31,9 +31,8 @@ class CheckedRedirects(BaseRedirectMiddleware):
         if redirected.url in chain:
             raise RedirectFailed(f"redirect loop: {_shown(chain, redirected.url)}")
         hops = request.meta.get("redirect_times", 0) + 1
-        limit = min(request.meta.get("redirect_ttl", self.max_redirect_times), self.max_redirect_times)
-        if hops > limit:
-            raise RedirectFailed(f"more than {limit} redirects: {_shown(chain, redirected.url)}")
+        if not request.meta.get("redirect_ttl", self.max_redirect_times) or hops > self.max_redirect_times:
+            raise RedirectFailed(f"more than {hops - 1} redirects: {_shown(chain, redirected.url)}")
         self._check(redirected, request)
         return super()._redirect(redirected, request, reason)
 

@@ -28,6 +28,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from crawler.frontier.meta import DOMAIN, HOLDER, RESERVATION, domain_key, robots_holder, wake_engine
+from crawler.guard import BlockedByPolicy
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.robots.cache import CACHED_RESPONSE_FLAG, RobotsCache, RobotsEntry
 from crawler.robots.rules import MAX_BYTES, RobotsRules
@@ -131,6 +132,10 @@ class RobotsMiddleware:
         self.stats.inc_value("robotstxt/request_count")
         try:
             response = await self.crawler.engine.download_async(request)
+        except BlockedByPolicy as exc:
+            # The address guard refused the domain: its pages meet the same check, each refused
+            # as its own row with the reason, rather than blocked by rules never read.
+            entry = self._store(domain, RobotsRules.allowing_all(self.user_agent, f"robots.txt {exc}"), None, b"")
         except Exception as exc:  # any failure to get an answer is "unreachable"
             self.stats.inc_value(f"robotstxt/exception_count/{global_object_name(type(exc))}")
             entry = self._store(domain, unreachable(self.user_agent, f"robots.txt {type(exc).__name__}", fail_open=self.fail_open), None, b"")

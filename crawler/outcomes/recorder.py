@@ -37,6 +37,7 @@ class OutcomeRecorder:
         self.store_links = settings.getbool("CRAWLER_STORE_LINKS")
         self.download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
         self.max_text = settings.getint("CRAWLER_MAX_TEXT_CHARS")
+        self.max_links = settings.getint("CRAWLER_MAX_LINKS_READ")
 
     def base(self, request: Request, status: str) -> PageItem:
         """A row for ``request`` with the crawl context it carries in its meta."""
@@ -67,7 +68,7 @@ class OutcomeRecorder:
         directives = parse_robots_directives(header_values(response, "X-Robots-Tag"), self.user_agents)
         try:
             if item.content_type in _HTML_TYPES and isinstance(response, TextResponse):
-                page = extract_page(response.text, response.url, self.normalize, self.user_agents)
+                page = extract_page(response.text, response.url, self.normalize, self.user_agents, self.max_links)
                 directives = directives | page.robots
                 page.robots = directives
                 item.title, item.description, item.text = page.title, page.description, page.text
