@@ -8,12 +8,15 @@ from scrapy import Spider
 from scrapy.exceptions import NotConfigured
 from scrapy.extensions.remote_control import RemoteControl
 from scrapy.utils.test import get_crawler
+from twisted.internet.error import DNSLookupError
 from twisted.internet.testing import StringTransport
 from twisted.web._newclient import HTTPClientParser, Request as TxRequest
 from twisted.web.http_headers import Headers
 
 from crawler.download.headers import BoundedHTTPClientParser, HeaderLimits, HeadersTooLarge
 from crawler.download.sniff import binary_kind
+from crawler.guard import AddressPolicy, parse_networks
+from crawler.guard.resolver import GuardedResolver
 from tests.helpers import project_settings
 
 
@@ -100,3 +103,15 @@ def test_binary_content_is_recognised(body: bytes, kind: str) -> None:
 )
 def test_text_is_not_taken_for_binary(body: bytes) -> None:
     assert binary_kind(body) is None
+
+
+def test_the_resolver_refuses_what_a_name_resolves_to_and_remembers_why() -> None:
+    policy = AddressPolicy(parse_networks(["10.0.0.0/8"]))
+    policy.allow_seed("intranet.example")
+    resolver = GuardedResolver(reactor=None, cache_size=0, timeout=1.0, policy=policy)  # type: ignore[arg-type]
+    assert resolver._check("93.184.215.14", "www.example.com") == "93.184.215.14"
+    assert resolver._check("10.1.2.3", "wiki.example.com") == "10.1.2.3"  # an allowed network
+    assert resolver._check("192.168.1.1", "intranet.example") == "192.168.1.1"  # a seed
+    with pytest.raises(DNSLookupError, match="rebind.example resolves to 169.254.169.254; 169.254.169.254 is a cloud metadata address"):
+        resolver._check("169.254.169.254", "rebind.example")
+    assert resolver.refusals["rebind.example"].category == "metadata"

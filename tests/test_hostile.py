@@ -208,7 +208,7 @@ def test_robots_txt_behind_redirects_is_read(links_run: CrawlRun, hostile: TestW
     assert paths.count("/robots.txt") == paths.count("/robots-moved.txt") == paths.count("/robots-real.txt") == 1
 
 
-def test_a_10_mb_robots_txt_is_read_up_to_500_kib(links_run: CrawlRun, hostile: TestWeb) -> None:
+def test_an_11_mb_robots_txt_is_read_up_to_500_kib(links_run: CrawlRun, hostile: TestWeb) -> None:
     rows = _by_path(links_run, hostile.base("big-robots"))
     assert rows["/"]["status"] == "fetched" and rows["/after"]["status"] == "fetched"
     assert rows["/blocked-early"]["status"] == "blocked_by_robots"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from OpenSSL.SSL import Error as TLSError
 from scrapy import Request, Spider
-from scrapy.exceptions import DownloadFailedError, DownloadTimeoutError, IgnoreRequest
+from scrapy.exceptions import DownloadCancelledError, DownloadFailedError, DownloadTimeoutError, IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 from twisted.internet.error import ConnectionDone, ConnectionLost
@@ -70,6 +70,7 @@ def test_final_errors_are_said_plainly() -> None:
 
 def test_a_request_dropped_on_purpose_is_not_a_site_failure() -> None:
     assert not is_site_failure(IgnoreRequest("Forbidden by robots.txt"))
+    assert not is_site_failure(DownloadCancelledError("Expected to receive 52428826 bytes which is larger than download max size"))
 
 
 def _crawler(**settings: Any):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from OpenSSL.SSL import Error as TLSError
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from twisted.python.failure import Failure
 from twisted.web._newclient import BadHeaders, ParseError
 from twisted.web.client import ResponseFailed
@@ -40,8 +40,9 @@ def is_final(exception: BaseException) -> bool:
 
 def is_site_failure(exception: BaseException) -> bool:
     """The site did not answer (transport error, timeout, protocol or TLS error): what the job
-    failure threshold counts. A request dropped on purpose (``IgnoreRequest``) is not."""
-    return not isinstance(exception, IgnoreRequest)
+    failure threshold counts. A request dropped on purpose (``IgnoreRequest``) or a download
+    cancelled past the size limit is not."""
+    return not isinstance(exception, (IgnoreRequest, DownloadCancelledError))
 
 
 def describe(exception: BaseException) -> str | None:

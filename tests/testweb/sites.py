@@ -439,14 +439,17 @@ class HostileWebSite(HostileSitemapSite):
 
 
 class BigRobotsSite(Site):
-    """A 10 MB robots.txt: its first 500 KiB are read (``/blocked-early`` is disallowed there),
-    the rest not (a last ``Disallow: /`` is past the cut)."""
+    """An 11 MB robots.txt, its length announced (over ``DOWNLOAD_MAXSIZE``): its first 500 KiB
+    are read (``/blocked-early`` is disallowed there), the rest not (a last ``Disallow: /`` is
+    past the cut)."""
 
     name = "big-robots"
 
-    @property
-    def robots(self) -> str:  # type: ignore[override]
-        return _big_robots()
+    def reply(self, path: str, base: str) -> Reply:
+        if path == "/robots.txt":
+            body = _big_robots()
+            return Reply(200, body, {"Content-Type": "text/plain", "Content-Length": str(len(body))})
+        return self.page(path, base)
 
     def page(self, path: str, base: str) -> Reply:
         if path == "/":
@@ -457,9 +460,9 @@ class BigRobotsSite(Site):
 
 
 @cache
-def _big_robots() -> str:
-    filler = "# " + "x" * 98 + "\n"
-    return "User-agent: *\nDisallow: /blocked-early\n" + filler * (10 * 1024 * 1024 // len(filler)) + "Disallow: /\n"
+def _big_robots() -> bytes:
+    filler = b"# " + b"x" * 98 + b"\n"
+    return b"User-agent: *\nDisallow: /blocked-early\n" + filler * (11 * 1024 * 1024 // len(filler)) + b"Disallow: /\n"
 
 
 @cache
