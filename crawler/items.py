@@ -12,7 +12,8 @@ class PageItem:
 
     ``status`` says what happened: ``fetched``, ``noindex`` (kept without body and text),
     ``sitemap`` (a sitemap document), ``redirect`` (redirected to a URL fetched under its own
-    row) or ``error`` (``error`` says why).
+    row), ``blocked_by_policy`` (refused by the address guard or the redirect checks) or
+    ``error`` (``error`` says why).
     """
 
     url: str
@@ -48,6 +49,9 @@ class PageItem:
     sitemap_changefreq: str | None = None
     sitemap_priority: float | None = None
     job_id: str | None = None
+    site_failure: bool = False
+    """Not stored: the site failed to answer (transport error, timeout, 5xx), which the job
+    failure threshold counts; a 404 or a refusal by the crawl's own rules is not."""
 
 
 @dataclass(slots=True)

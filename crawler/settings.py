@@ -44,6 +44,13 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.filters.ContentTypeFilterMiddleware": 585,
     # Above redirects (600) and retries (550): sees every response as it arrives.
     "crawler.middlewares.limiter.LimiterMiddleware": 800,
+    # Before robots.txt (100): a refused address gets no robots.txt fetch, slot or connection.
+    "crawler.middlewares.address_guard.AddressGuardMiddleware": 50,
+    # Replace Scrapy's redirect middlewares at their places: targets checked like links.
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "crawler.middlewares.redirects.CheckedMetaRefreshMiddleware": 580,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "crawler.middlewares.redirects.CheckedRedirectMiddleware": 600,
 }
 
 CRAWLER_LIMITER_ENABLED = True
@@ -64,6 +71,31 @@ CRAWLER_REJECT_CONTENT_TYPES: list[str] = []
 CRAWLER_ROBOTS_TTL = 3600.0
 CRAWLER_ROBOTS_RETRY_SECONDS = 60.0
 CRAWLER_ROBOTS_FAIL_OPEN = False
+# Answers that block a domain (and raise its learned delay); the second list only with Retry-After.
+CRAWLER_BLOCK_STATUSES = [429]
+CRAWLER_BLOCK_STATUSES_WITH_RETRY_AFTER = [503]
+
+# --- Safety: what a crawl may reach, and bounds on what it takes in ------------------------
+# Addresses that are not globally routable are refused (seeds' hosts excepted) at connection
+# time by the resolver, and for literal addresses by AddressGuardMiddleware before anything.
+TWISTED_DNS_RESOLVER = "crawler.guard.resolver.GuardedResolver"
+CRAWLER_ALLOWED_NETWORKS: list[str] = []
+# Only http and https: no file://, s3://, ftp:// or data: reached through a link or redirect.
+DOWNLOAD_HANDLERS = {
+    "http": "crawler.download.handler.GuardedHTTPDownloadHandler",
+    "https": "crawler.download.handler.GuardedHTTPDownloadHandler",
+    "data": None,
+    "file": None,
+    "s3": None,
+    "ftp": None,
+}
+CRAWLER_MAX_HEADER_BYTES = 256 * 1024
+CRAWLER_MAX_HEADERS = 500
+CRAWLER_MAX_TEXT_CHARS = 500_000
+CRAWLER_MAX_LINKS_READ = 10_000
+# Scrapy's remote-control extension serves an HTTP endpoint that runs Python in the process:
+# off unless an operator turns it on for a run.
+REMOTE_CONTROL_ENABLED = False
 
 # --- Link following ----------------------------------------------------------------------------
 DEPTH_LIMIT = 10

@@ -1,9 +1,11 @@
 """End a job that is going nowhere.
 
-- ``CRAWLER_JOB_FAILURE_THRESHOLD`` consecutive failed pages (default 20; 0 turns it off) fail
-  the job: the spider closes with reason ``failed_consecutive_errors`` and the job is marked
-  failed. A fetched page resets the streak.
-- ``CRAWLER_CANCEL_429_STREAK`` consecutive 429s (or 403/503) from one domain while its delay
+- ``CRAWLER_JOB_FAILURE_THRESHOLD`` consecutive pages the sites failed to answer (transport
+  errors, timeouts, 5xx; default 20; 0 turns it off) fail the job: the spider closes with reason
+  ``failed_consecutive_errors`` and the job is marked failed. A fetched page resets the streak; a
+  404 or another final 4xx is an outcome of the crawl, not a failure of it, and leaves the streak
+  as it is.
+- ``CRAWLER_CANCEL_429_STREAK`` consecutive blocking answers (``CRAWLER_BLOCK_STATUSES``) from one domain while its delay
   is at ``CRAWLER_MAX_DELAY`` (default 0: off) cancel the job with reason
   ``cancelled_429_streak``.
 - A job that ends without a single answer from any server, with error rows (every seed
@@ -65,7 +67,7 @@ class JobHealth:
     def item_scraped(self, item: Any) -> None:
         if not isinstance(item, PageItem):
             return
-        if item.status == "error":
+        if item.status == "error" and item.site_failure:
             self.streak += 1
             if self.streak >= self.threshold:
                 self._close(FAILED, f"{self.streak} consecutive failed pages, the last {item.url}: {item.error}")

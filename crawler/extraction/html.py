@@ -45,8 +45,10 @@ def extract_page(
     url: str,
     normalize: Callable[[str], str],
     user_agents: Iterable[str] = (),
+    max_links: int = 0,
 ) -> PageData:
-    """Extract what the crawler stores and follows from one HTML document at ``url``."""
+    """Extract what the crawler stores and follows from one HTML document at ``url``; at most
+    ``max_links`` distinct links are read (0: all), as each costs a URL normalisation."""
     tree = LexborHTMLParser(html)
     page = PageData()
     base = url
@@ -64,7 +66,7 @@ def extract_page(
                 page.canonical = normalize(urljoin(base, canonical))
             except InvalidURL:
                 page.invalid_links += 1
-    _collect_links(tree, base, normalize, page)
+    _collect_links(tree, base, normalize, page, max_links)
     tree.strip_tags(_INVISIBLE_TAGS)
     root = tree.body or tree.root
     page.text = _visible_text(tree, root) if root is not None else ""
@@ -72,9 +74,11 @@ def extract_page(
     return page
 
 
-def _collect_links(tree: LexborHTMLParser, base: str, normalize: Callable[[str], str], page: PageData) -> None:
+def _collect_links(tree: LexborHTMLParser, base: str, normalize: Callable[[str], str], page: PageData, max_links: int) -> None:
     seen: dict[str, bool] = {}  # link -> followable
     for node in tree.css("a[href], area[href]"):
+        if max_links and len(seen) >= max_links:
+            break
         attrs = node.attributes
         href = (attrs.get("href") or "").strip()
         if not href or href.lower().startswith(_SKIPPED_PREFIXES):

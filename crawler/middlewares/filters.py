@@ -1,5 +1,6 @@
 """Keep only the responses the crawl wants: content types by an accept list and then a reject
-list, with wildcards (``text/*``, ``application/*+xml``).
+list, with wildcards (``text/*``, ``application/*+xml``), and no binary content served under a
+text type (sniffed from the first bytes: a PNG served as ``text/html`` is not stored as text).
 
 A refused response becomes a ``filtered`` row with the reason, without its body. Sizes and
 compression are Scrapy's already: ``DOWNLOAD_MAXSIZE`` caps the body as received and, through
@@ -18,6 +19,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 
+from crawler.download.sniff import binary_kind
 from crawler.headers import media_type as response_media_type
 
 
@@ -51,7 +53,11 @@ class ContentTypeFilterMiddleware:
         if request.meta.get("dont_filter_content_type") or not 200 <= response.status < 300:
             return response
         media_type = response_media_type(response)
-        if content_type_allowed(media_type, self.accept, self.reject):
-            return response
-        self.stats.inc_value(f"filters/content_type/{media_type}")
-        raise ResponseFiltered(f"content type {media_type} not accepted", response)
+        if not content_type_allowed(media_type, self.accept, self.reject):
+            self.stats.inc_value(f"filters/content_type/{media_type}")
+            raise ResponseFiltered(f"content type {media_type} not accepted", response)
+        kind = binary_kind(response.body)
+        if kind is not None:
+            self.stats.inc_value("filters/binary_as_text")
+            raise ResponseFiltered(f"content is {kind}, served as {media_type or 'no content type'}", response)
+        return response

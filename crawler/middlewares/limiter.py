@@ -1,6 +1,9 @@
-"""Record each outcome with the domain limiter: success (and latency), 429 and the other
-blocking answers (403, 503), failures for the circuit breaker (5xx, connection errors,
-timeouts), and release the slot the frontier reserved.
+"""Record each outcome with the domain limiter: success (and latency), the blocking answers
+(``CRAWLER_BLOCK_STATUSES``, default 429, and ``CRAWLER_BLOCK_STATUSES_WITH_RETRY_AFTER``,
+default 503, when they carry ``Retry-After``), failures for the circuit breaker (5xx, 403,
+connection errors, timeouts; not protocol or TLS errors, which are final and say nothing of
+the site's load), and release the slot the frontier reserved. Other 4xx are answers: successes
+for pacing.
 
 Enabled at 800 in ``DOWNLOADER_MIDDLEWARES``: the last before the network, where the
 domain's next slot is counted from the moment the request leaves; and above the redirect (600)
@@ -25,12 +28,15 @@ from crawler.robots.cache import CACHED_RESPONSE_FLAG
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.politeness.policy import Change, Outcome
 from crawler.headers import retry_after
+from crawler.outcomes.failures import is_final
 from crawler.politeness.signals import domain_blocked
 from crawler.storage.shared import shared_storage
 
 logger = logging.getLogger(__name__)
 
-BLOCKING_STATUSES = frozenset({429, 403, 503})
+CIRCUIT_STATUSES = frozenset({403})
+"""Answers that count as failures for the domain's circuit: a run of 403s opens it, without
+blocking the domain or raising its learned delay."""
 
 
 class LimiterMiddleware:
@@ -38,6 +44,9 @@ class LimiterMiddleware:
         self.crawler = crawler
         self.limiter = limiter
         self.stats = crawler.stats
+        settings = crawler.settings
+        self.block_statuses = frozenset(int(s) for s in settings.getlist("CRAWLER_BLOCK_STATUSES"))
+        self.block_with_retry_after = frozenset(int(s) for s in settings.getlist("CRAWLER_BLOCK_STATUSES_WITH_RETRY_AFTER"))
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
 
     @classmethod
@@ -76,14 +85,16 @@ class LimiterMiddleware:
             if reservation is not None:
                 self.limiter.unreserve(domain, reservation)
             return response
-        if response.status >= 500:
+        failed = response.status >= 500 or response.status in CIRCUIT_STATUSES
+        if failed:
             self._failed(domain, f"HTTP {response.status}")
-        if response.status in BLOCKING_STATUSES:
+        wait = retry_after(response, self.limiter.clock())
+        if response.status in self.block_statuses or (wait is not None and response.status in self.block_with_retry_after):
             self.stats.inc_value(f"limiter/blocking_response_count/{response.status}")
-            outcome = self.limiter.blocked(domain, retry_after(response, self.limiter.clock()))
+            outcome = self.limiter.blocked(domain, wait)
             self._changed(domain, outcome, f"HTTP {response.status}")
             self.crawler.signals.send_catch_log(domain_blocked, domain=domain, outcome=outcome)
-        elif response.status < 500:  # an answer, even a 404, is a success for pacing
+        elif not failed:  # an answer, even a 404, is a success for pacing
             outcome = self.limiter.success(domain, request.meta.get("download_latency"))
             if outcome.pacing_changed:
                 self._changed(domain, outcome, "success")
@@ -100,7 +111,7 @@ class LimiterMiddleware:
             # Dropped before reaching the network (robots.txt, a filter): the slot was not used.
             if reservation is not None:
                 self.limiter.unreserve(domain, reservation)
-        else:
+        elif not is_final(exception):
             self._failed(domain, type(exception).__name__)
 
     def _failed(self, domain: str, cause: str) -> None:

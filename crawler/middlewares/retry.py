@@ -3,8 +3,11 @@ waits in the frontier.
 
 Built on Scrapy's ``RetryMiddleware`` and ``get_retry_request`` (retry counts, stats, give-up
 logging, ``dont_retry`` and ``max_retry_times``). What it adds: 429 and every 5xx are retried
-(other 4xx are final), the n-th retry waits Fibonacci(n) seconds (1, 1, 2, 3, 5, 8 …) capped at
-``CRAWLER_RETRY_BACKOFF_CAP``, and ``Retry-After`` wins when the server sends one.
+(other 4xx are final), and so are failures that may pass (timeouts, refused or reset
+connections), never protocol or TLS errors (a reply that is not HTTP, a TLS handshake with a
+plain-HTTP port), which are final at once; the n-th retry waits Fibonacci(n) seconds (1, 1, 2,
+3, 5, 8 …) capped at ``CRAWLER_RETRY_BACKOFF_CAP``, and ``Retry-After`` wins when the server
+sends one.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from scrapy.http import Response
 from scrapy.utils.response import response_status_message
 
 from crawler.frontier.meta import NOT_BEFORE
+from crawler.outcomes.failures import is_final
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.politeness.policy import fibonacci
 from crawler.headers import retry_after
@@ -42,9 +46,12 @@ class BackoffRetryMiddleware(RetryMiddleware):
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> Request | None:
-        if isinstance(exception, self.exceptions_to_retry) and not request.meta.get("dont_retry", False):
-            return self._backoff(request, exception, None)
-        return None
+        if not isinstance(exception, self.exceptions_to_retry) or request.meta.get("dont_retry", False):
+            return None
+        if is_final(exception):
+            self.crawler.stats.inc_value("retry/final_at_once")
+            return None
+        return self._backoff(request, exception, None)
 
     def _backoff(self, request: Request, reason: str | Exception, retry_after: float | None) -> Request | None:
         retry = self._retry(request, reason)

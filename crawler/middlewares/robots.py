@@ -4,10 +4,11 @@ What the stock middleware does not: ``Crawl-delay`` goes to the domain limiter; 
 paced like any request of the domain (the frontier starts it on a reserved slot and hands out
 the domain's pages only once the rules are known, so no page waits in the downloader for it);
 4xx means allow all; 429, 5xx or no answer mean disallow all for now and fetch again after
-``CRAWLER_ROBOTS_RETRY_SECONDS`` (``CRAWLER_ROBOTS_FAIL_OPEN`` allows instead); at most 5
-redirects; rules cached for ``CRAWLER_ROBOTS_TTL`` (at most 24 h); every decision is recorded
-with the rule that made it. A spider's own request for a robots.txt already fetched is served
-from the cache.
+``CRAWLER_ROBOTS_RETRY_SECONDS`` (``CRAWLER_ROBOTS_FAIL_OPEN`` allows instead); redirects are
+followed, at most 5 (http to https, apex to www); only the first 500 KiB of the file are read
+(the download stops there, whatever the file's size); rules cached for ``CRAWLER_ROBOTS_TTL``
+(at most 24 h); every decision is recorded with the rule that made it. A spider's own request
+for a robots.txt already fetched is served from the cache.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from weakref import WeakKeyDictionary
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
+from scrapy.http.headers import Headers
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from crawler.frontier.meta import DOMAIN, HOLDER, RESERVATION, domain_key, robots_holder, wake_engine
+from crawler.guard import BlockedByPolicy
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.robots.cache import CACHED_RESPONSE_FLAG, RobotsCache, RobotsEntry
 from crawler.robots.rules import MAX_BYTES, RobotsRules
@@ -38,6 +41,9 @@ logger = logging.getLogger(__name__)
 
 MAX_TTL = 24 * 3600.0
 MIN_TTL = 1.0
+MAX_REDIRECTS = 5
+FETCH_BYTES = "robots_fetch_bytes"
+"""Meta key of this middleware's robots.txt fetches: the bytes received so far."""
 
 
 class RobotsMiddleware:
@@ -64,6 +70,8 @@ class RobotsMiddleware:
             raise NotConfigured
         middleware = cls(crawler, limiter_for(crawler))
         crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(middleware.headers_received, signal=signals.headers_received)
+        crawler.signals.connect(middleware.bytes_received, signal=signals.bytes_received)
         return middleware
 
     async def spider_opened(self) -> None:
@@ -113,7 +121,7 @@ class RobotsMiddleware:
         """Fetch the domain's robots.txt (once at a time), on a slot the caller reserved."""
         future = self._fetching.get(domain)
         if future is None:
-            meta = {"dont_obey_robotstxt": True, "dont_retry": True, "redirect_ttl": 5, "handle_httpstatus_all": True}
+            meta = {"dont_obey_robotstxt": True, "dont_retry": True, "redirect_ttl": MAX_REDIRECTS, FETCH_BYTES: 0}
             if reservation is not None:
                 meta.update({DOMAIN: domain, RESERVATION: reservation, HOLDER: robots_holder(domain)})
             request = Request(f"{scheme}://{domain}/robots.txt", meta=meta, priority=1000, dont_filter=True)
@@ -124,16 +132,34 @@ class RobotsMiddleware:
         self.stats.inc_value("robotstxt/request_count")
         try:
             response = await self.crawler.engine.download_async(request)
+        except BlockedByPolicy as exc:
+            # The address guard refused the domain: its pages meet the same check, each refused
+            # as its own row with the reason, rather than blocked by rules never read.
+            entry = self._store(domain, RobotsRules.allowing_all(self.user_agent, f"robots.txt {exc}"), None, b"")
         except Exception as exc:  # any failure to get an answer is "unreachable"
             self.stats.inc_value(f"robotstxt/exception_count/{global_object_name(type(exc))}")
             entry = self._store(domain, unreachable(self.user_agent, no_answer(exc), fail_open=self.fail_open), None, b"")
         else:
             self.stats.inc_value(f"robotstxt/response_status_count/{response.status}")
-            entry = self._store(domain, self._rules(response.status, response.body), response.status, response.body)
+            body = response.body[:MAX_BYTES]
+            entry = self._store(domain, self._rules(response.status, body), response.status, body)
         finally:
             self._fetching.pop(domain, None)
             wake_engine(self.crawler)  # the domain's pages may be handed out now
         return entry
+
+    def headers_received(self, headers: Headers, request: Request) -> None:
+        # A plain file larger than DOWNLOAD_MAXSIZE is read up to MAX_BYTES, not refused for its
+        # size; a compressed one keeps the limit, which also bounds its decompression.
+        if FETCH_BYTES in request.meta and not headers.get("Content-Encoding"):
+            request.meta["download_maxsize"] = 0
+
+    def bytes_received(self, data: bytes, request: Request) -> None:
+        if FETCH_BYTES in request.meta:
+            received = request.meta[FETCH_BYTES] = request.meta[FETCH_BYTES] + len(data)
+            if received >= MAX_BYTES:
+                self.stats.inc_value("robotstxt/cut")
+                raise StopDownload(fail=False)
 
     def _rules(self, status: int, body: bytes) -> RobotsRules:
         rules = rules_for_status(status, self.user_agent, fail_open=self.fail_open)

@@ -16,10 +16,13 @@ from scrapy.utils.python import global_object_name
 from twisted.python.failure import Failure
 
 from crawler.extraction import PageData, extract_page, parse_robots_directives
+from crawler.guard import BlockedByPolicy
 from crawler.identity import surt_key, url_hash
 from crawler.items import PageItem
 from crawler.middlewares.filters import ResponseFiltered
 from crawler.robots.status import RobotsUnreachable
+from crawler.middlewares.redirects import RedirectFailed
+from crawler.outcomes.failures import describe, is_site_failure
 from crawler.headers import header, header_values, http_date, media_type
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -34,6 +37,8 @@ class OutcomeRecorder:
         self.body_maxsize = settings.getint("CRAWLER_STORE_BODY_MAXSIZE")
         self.store_links = settings.getbool("CRAWLER_STORE_LINKS")
         self.download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
+        self.max_text = settings.getint("CRAWLER_MAX_TEXT_CHARS")
+        self.max_links = settings.getint("CRAWLER_MAX_LINKS_READ")
 
     def base(self, request: Request, status: str) -> PageItem:
         """A row for ``request`` with the crawl context it carries in its meta."""
@@ -64,7 +69,7 @@ class OutcomeRecorder:
         directives = parse_robots_directives(header_values(response, "X-Robots-Tag"), self.user_agents)
         try:
             if item.content_type in _HTML_TYPES and isinstance(response, TextResponse):
-                page = extract_page(response.text, response.url, self.normalize, self.user_agents)
+                page = extract_page(response.text, response.url, self.normalize, self.user_agents, self.max_links)
                 directives = directives | page.robots
                 page.robots = directives
                 item.title, item.description, item.text = page.title, page.description, page.text
@@ -78,6 +83,8 @@ class OutcomeRecorder:
             item.status = "error"
             item.error = f"extraction failed: {global_object_name(type(exc))}: {exc}"
             return item, None
+        if self.max_text and item.text and len(item.text) > self.max_text:
+            item.text = item.text[: self.max_text]
         if directives.noindex:
             item.status, item.noindex, item.text = "noindex", True, None
         elif self.store_body:
@@ -91,12 +98,18 @@ class OutcomeRecorder:
         if isinstance(error, HttpError):
             self._describe_response(item, error.response)
             item.error = f"HTTP {error.response.status}"
+            item.site_failure = error.response.status >= 500
         elif isinstance(error, ResponseFiltered):
             item.status = "filtered"
             item.error = str(error)
             if error.response is not None:
                 self._describe_response(item, error.response, request)
         elif isinstance(error, RobotsUnreachable):
+            item.error = str(error)
+        elif isinstance(error, BlockedByPolicy):
+            item.status = "blocked_by_policy"
+            item.error = str(error)
+        elif isinstance(error, RedirectFailed):
             item.error = str(error)
         elif isinstance(error, IgnoreRequest) and "robots.txt" in str(error):
             item.status = "blocked_by_robots"
@@ -106,7 +119,8 @@ class OutcomeRecorder:
             limit = request.meta.get("download_maxsize", self.download_maxsize)
             item.error = f"response body larger than the size limit of {limit} bytes"
         else:
-            item.error = f"{global_object_name(failure.type)}: {error}".rstrip(": ")
+            item.error = describe(error) or f"{global_object_name(failure.type)}: {error}".rstrip(": ")
+            item.site_failure = is_site_failure(error)
         return item
 
     def sitemap(self, response: Response, entries: int, problems: list[str]) -> PageItem:

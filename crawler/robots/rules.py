@@ -84,7 +84,10 @@ class RobotsRules:
         if rule_set is None:
             return Decision(True, "no group for this user agent")
         url = _decode_query_delimiters(url)
-        allowed = rule_set.can_fetch(url)
+        try:
+            allowed = rule_set.can_fetch(url)
+        except ValueError:  # Protego cannot split it (``http://[x``): nothing could fetch it either
+            return Decision(False, "unparsable URL")
         return Decision(allowed, self._matched_rule(rule_set, url, allowed))
 
     def _rule_set(self):

@@ -18,6 +18,7 @@ from crawler.frontier.scope import Scope
 from crawler.frontier.seeds import parse_seeds
 from crawler.identity import InvalidURL, UrlNormalizer
 from crawler.items import PageItem
+from crawler.middlewares.address_guard import AddressGuardMiddleware
 from crawler.outcomes import OutcomeRecorder
 from crawler.shared.connection import crawl_id, shared_services
 from crawler.shared.scope import SharedScope
@@ -79,8 +80,9 @@ class BaseCrawlSpider(Spider):
         self.pages_scheduled = 0
 
     def seed_urls(self) -> Iterator[str]:
-        """The seeds in normal form, each added to the crawl's scope; an invalid seed is logged
-        and skipped."""
+        """The seeds in normal form, each added to the crawl's scope and allowed by the address
+        guard whatever its address; an invalid seed is logged and skipped."""
+        guard = self.crawler.get_downloader_middleware(AddressGuardMiddleware)
         for seed in self.seeds:
             try:
                 url = self.normalize(seed)
@@ -89,6 +91,8 @@ class BaseCrawlSpider(Spider):
                 self.crawler.stats.inc_value("seeds/invalid")
                 continue
             self.scope.add_seed(url)
+            if guard is not None:
+                guard.allow_seed(url)
             yield url
 
     def budget_left(self) -> bool:

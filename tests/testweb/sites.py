@@ -343,7 +343,143 @@ class PacedSite(Site):
         return html(f"Paced {n}", [*links, "/private/page"] if n == 0 else links)
 
 
+def target_spellings(port: str) -> list[str]:
+    """Bases of one loopback host (127.0.0.1) under every spelling a resolver accepts."""
+    hosts = [
+        "127.0.0.1", "2130706433", "0x7f000001", "0177.0.0.1", "127.1", "0x7f.1", "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]", "[64:ff9b::7f00:1]", "[2002:7f00:1::1]", "localhost",
+    ]  # fmt: skip
+    return [f"http://{host}:{port}" for host in hosts]
+
+
+class SecretSite(Site):
+    """An internal host that nothing but hostile pages point at: any request in its log is a
+    request the address guard let through."""
+
+    name = "secret"
+
+    def page(self, path: str, base: str) -> Reply:
+        return text("internal secret") if path == "/secret.txt" else NOT_FOUND
+
+
+class HostileWebSite(HostileSitemapSite):
+    """A site that attacks the crawler: links, redirects, meta refreshes, robots.txt
+    ``Sitemap:`` lines, sitemap entries and an external entity pointing at an internal host
+    (option ``target_port``: 127.0.0.1 on that port, under every spelling); redirect loops and a
+    30-hop chain; robots.txt behind two redirects; a 50 MB page, a gzip bomb, invalid encodings,
+    100,000 links on one page, a 100 KB URL, binary served as text/html, an empty 200."""
+
+    name = "hostile-web"
+    CHAIN = 30
+    DEAD_LINKS = 100_000
+    PAGES = [
+        "/redirect-loop-a", "/chain/0", "/to-target-302", "/to-target-301-spelled", "/to-target-refresh",
+        "/big-50mb", "/gzip-bomb", "/invalid-utf8", "/unknown-charset", "/binary-as-html", "/empty",
+        "/many-links", "/forbidden",
+    ]  # fmt: skip
+    LONG_URL = "/long?" + "x" * 100_000
+
+    @property
+    def targets(self) -> list[str]:
+        return target_spellings(self.options["target_port"])
+
+    def reply(self, path: str, base: str) -> Reply:
+        if path == "/robots.txt":
+            return redirect("/robots-moved.txt", 301)
+        if path == "/robots-moved.txt":
+            return redirect("/robots-real.txt", 302)
+        if path == "/robots-real.txt":
+            lines = ["User-agent: *", "Disallow: /forbidden", "Sitemap: /maps/own.xml", "Sitemap: /laughs.xml", "Sitemap: /bomb.xml.gz", "Sitemap: /maps/xxe-net.xml"]
+            lines += [f"Sitemap: {target}/sitemap.xml" for target in self.targets[:3]]
+            return text("\n".join(lines) + "\n")
+        return self.page(path, base)
+
+    def page(self, path: str, base: str) -> Reply:
+        targets = [f"{target}/secret.txt" for target in self.targets]
+        if path == "/":
+            return html("Hostile", [*self.PAGES, self.LONG_URL, *targets])
+        if path == "/redirect-loop-a":
+            return redirect("/redirect-loop-b", 302)
+        if path == "/redirect-loop-b":
+            return redirect("/redirect-loop-a", 302)
+        if path.startswith("/chain/") and path[7:].isdigit():
+            n = int(path[7:])
+            return redirect(f"/chain/{n + 1}", 302) if n < self.CHAIN else html("End of the chain")
+        if path == "/to-target-302":
+            return redirect(targets[0], 302)
+        if path == "/to-target-301-spelled":
+            return redirect(targets[1], 301)
+        if path == "/to-target-refresh":
+            return html("Refresh", head=f'<meta http-equiv="refresh" content="0; url={targets[-1]}">')
+        if path == "/big-50mb":
+            return _big_page()
+        if path == "/gzip-bomb":
+            return Reply(200, _gzip_bomb(), {"Content-Type": "text/html", "Content-Encoding": "gzip"})
+        if path == "/invalid-utf8":
+            return Reply(200, b"<html><head><title>Bad \xc3\x28 bytes</title></head><body>\xff\xfe\xfd text \xed\xa0\x80</body></html>", {"Content-Type": "text/html; charset=utf-8"})
+        if path == "/unknown-charset":
+            return Reply(200, b"<html><head><title>Unknown charset</title></head><body>caf\xe9</body></html>", {"Content-Type": "text/html; charset=x-no-such-charset"})
+        if path == "/binary-as-html":
+            return Reply(200, b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64, {"Content-Type": "text/html"})
+        if path == "/empty":
+            return Reply(200, b"", {"Content-Type": "text/html"})
+        if path == "/many-links":
+            return _many_links(self.DEAD_LINKS)
+        if path == "/maps/own.xml":
+            return xml(urlset([f"{base}/", f"{base}/empty", *targets]))
+        if path == "/maps/xxe-net.xml":
+            body = (
+                f'<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY x SYSTEM "{targets[0]}">]>'
+                f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>{base}/&x;</loc></url></urlset>'
+            )
+            return xml(body)
+        if path in ("/bomb.xml.gz", "/laughs.xml"):
+            return super().page(path, base)
+        return NOT_FOUND
+
+
+class BigRobotsSite(Site):
+    """An 11 MB robots.txt, its length announced (over ``DOWNLOAD_MAXSIZE``): its first 500 KiB
+    are read (``/blocked-early`` is disallowed there), the rest not (a last ``Disallow: /`` is
+    past the cut)."""
+
+    name = "big-robots"
+
+    def reply(self, path: str, base: str) -> Reply:
+        if path == "/robots.txt":
+            body = _big_robots()
+            return Reply(200, body, {"Content-Type": "text/plain", "Content-Length": str(len(body))})
+        return self.page(path, base)
+
+    def page(self, path: str, base: str) -> Reply:
+        if path == "/":
+            return html("Big robots", ["/blocked-early", "/after"])
+        if path in ("/blocked-early", "/after"):
+            return html(path)
+        return NOT_FOUND
+
+
+@cache
+def _big_robots() -> bytes:
+    filler = b"# " + b"x" * 98 + b"\n"
+    return b"User-agent: *\nDisallow: /blocked-early\n" + filler * (11 * 1024 * 1024 // len(filler)) + b"Disallow: /\n"
+
+
+@cache
+def _big_page() -> Reply:
+    body = b"<html><body>" + b"y" * (50 * 1024 * 1024) + b"</body></html>"
+    return Reply(200, body, {"Content-Type": "text/html", "Content-Length": str(len(body))})
+
+
+@cache
+def _many_links(count: int) -> Reply:
+    return html(f"{count} links", (f"/dead?n={n}" for n in range(count)))
+
+
 SITES: dict[str, type[Site]] = {
     cls.name: cls
-    for cls in (LinksSite, SitemapSite, FallbackSitemapSite, IndexFallbackSite, NoSitemapSite, HostileSitemapSite, HeavySite, PacedSite)
-}
+    for cls in (
+        LinksSite, SitemapSite, FallbackSitemapSite, IndexFallbackSite, NoSitemapSite, HostileSitemapSite, HeavySite,
+        PacedSite, SecretSite, HostileWebSite, BigRobotsSite,
+    )
+}  # fmt: skip

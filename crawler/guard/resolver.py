@@ -1,0 +1,58 @@
+"""A DNS resolver that refuses the addresses the address guard refuses (``TWISTED_DNS_RESOLVER``).
+
+The check is made on the address the connection will use, after every lookup, cached or not,
+so a name that resolves to a public address once and to an internal one later (DNS rebinding)
+cannot slip through. Scrapy builds the resolver once per process, from the process's settings;
+the address guard middleware hands it the crawl's policy with the seeds' hosts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Self
+
+from scrapy.resolver import CachingThreadedResolver
+from scrapy.utils.datatypes import LocalCache
+from twisted.internet.base import ReactorBase
+from twisted.internet.defer import Deferred
+from twisted.internet.error import DNSLookupError
+
+from crawler.guard.addresses import AddressPolicy, Refusal, parse_networks
+
+_installed: GuardedResolver | None = None
+
+
+class GuardedResolver(CachingThreadedResolver):
+    def __init__(self, reactor: ReactorBase, cache_size: int, timeout: float, policy: AddressPolicy):
+        super().__init__(reactor, cache_size, timeout)
+        self.policy = policy
+        self.refusals: LocalCache[str, Refusal] = LocalCache(10_000)
+        """The last refusal of each name, for the download handler to say why."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, reactor: ReactorBase) -> Self:
+        settings = crawler.settings
+        cache_size = settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0
+        policy = AddressPolicy(parse_networks(settings.getlist("CRAWLER_ALLOWED_NETWORKS")))
+        return cls(reactor, cache_size, settings.getfloat("DNS_TIMEOUT"), policy)
+
+    def install_on_reactor(self) -> None:
+        global _installed
+        super().install_on_reactor()
+        _installed = self
+
+    def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> Deferred[str]:
+        return super().getHostByName(name, timeout).addCallback(self._check, name)
+
+    def _check(self, address: str, name: str) -> str:
+        refusal = self.policy.check_resolved(name, address)
+        if refusal is None:
+            return address
+        self.refusals[name] = refusal
+        # The one failure Twisted's endpoint passes on quietly: "no results for hostname lookup".
+        raise DNSLookupError(refusal.reason)
+
+
+def installed_resolver() -> GuardedResolver | None:
+    """The guarded resolver of this process, if Scrapy installed one."""
+    return _installed

@@ -1,0 +1,47 @@
+"""Refuse requests to addresses the crawl must not reach, before anything is sent.
+
+Early in the chain (50, before robots.txt at 100): a URL whose host is a literal address the
+guard refuses (``127.0.0.21``, ``2130706453``, ``[::ffff:127.0.0.21]`` …) never gets a robots.txt
+fetch, a slot or a connection; its row is ``blocked_by_policy`` and says why. Names are decided
+on the addresses they resolve to, by ``crawler.guard.resolver.GuardedResolver`` at connection
+time. This covers every way a URL arrives: links, redirects, robots.txt ``Sitemap:`` lines,
+sitemap entries. The seeds' hosts are allowed whatever their address
+(``allow_seed``, called by the spiders), as are ``CRAWLER_ALLOWED_NETWORKS``.
+"""
+
+from __future__ import annotations
+
+from typing import Self
+from urllib.parse import urlsplit
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.utils.httpobj import urlparse_cached
+
+from crawler.guard import AddressPolicy, parse_networks
+from crawler.guard.blocked import refuse
+from crawler.guard.resolver import installed_resolver
+
+
+class AddressGuardMiddleware:
+    def __init__(self, crawler: Crawler, policy: AddressPolicy):
+        self.stats = crawler.stats
+        self.policy = policy
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        resolver = installed_resolver()
+        if resolver is not None:  # one policy, so that the resolver knows the seeds too
+            return cls(crawler, resolver.policy)
+        return cls(crawler, AddressPolicy(parse_networks(crawler.settings.getlist("CRAWLER_ALLOWED_NETWORKS"))))
+
+    def allow_seed(self, url: str) -> None:
+        host = urlsplit(url).hostname
+        if host:
+            self.policy.allow_seed(host)
+
+    def process_request(self, request: Request) -> None:
+        host = urlparse_cached(request).hostname
+        refusal = self.policy.check_host(host) if host else None
+        if refusal is not None:
+            raise refuse(self.stats, request, refusal)

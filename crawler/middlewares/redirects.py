@@ -1,0 +1,65 @@
+"""Redirects (HTTP 3xx and meta refresh) that pass the checks a link passes, at every hop.
+
+Scrapy's ``RedirectMiddleware`` and ``MetaRefreshMiddleware``, replaced at their places (600
+and 580), with what they do not check: the target must be in the crawl's scope (robots.txt
+fetches excepted: RFC 9309 follows them anywhere) and its address allowed by the address guard.
+A refused redirect is a ``blocked_by_policy`` row of the URL that redirected, whose body is
+never fetched. A loop or a chain longer than ``REDIRECT_MAX_TIMES`` is an error row that shows
+the chain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy import Request
+from scrapy.downloadermiddlewares.redirect import BaseRedirectMiddleware, MetaRefreshMiddleware, RedirectMiddleware
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.httpobj import urlparse_cached
+
+from crawler.guard.blocked import BlockedByPolicy, refuse
+from crawler.middlewares.address_guard import AddressGuardMiddleware
+
+
+class RedirectFailed(IgnoreRequest):
+    """A redirect chain that ends without a page (a loop, too many hops); the message says how."""
+
+
+class CheckedRedirects(BaseRedirectMiddleware):
+    def _redirect(self, redirected: Request, request: Request, reason: Any) -> Request:
+        chain = [*request.meta.get("redirect_urls", ()), request.url]
+        if redirected.url in chain:
+            raise RedirectFailed(f"redirect loop: {_shown(chain, redirected.url)}")
+        hops = request.meta.get("redirect_times", 0) + 1
+        if not request.meta.get("redirect_ttl", self.max_redirect_times) or hops > self.max_redirect_times:
+            raise RedirectFailed(f"more than {hops - 1} redirects: {_shown(chain, redirected.url)}")
+        self._check(redirected, request)
+        return super()._redirect(redirected, request, reason)
+
+    def _check(self, redirected: Request, request: Request) -> None:
+        spider = self.crawler.spider
+        scope = getattr(spider, "scope", None)
+        if scope is not None and not request.meta.get("dont_obey_robotstxt") and redirected.url not in scope:
+            self.crawler.stats.inc_value("redirect/out_of_scope")
+            raise BlockedByPolicy(f"redirect out of scope: {request.url} -> {redirected.url}")
+        guard = self.crawler.get_downloader_middleware(AddressGuardMiddleware)
+        host = urlparse_cached(redirected).hostname
+        refusal = guard.policy.check_host(host) if guard is not None and host else None
+        if refusal is not None:
+            blocked = refuse(self.crawler.stats, redirected, refusal)
+            raise BlockedByPolicy(f"redirect to {redirected.url}: {blocked}")
+
+
+def _shown(chain: list[str], target: str, most: int = 6) -> str:
+    urls = [*chain, target]
+    if len(urls) > most:  # a long chain shows its ends
+        urls = [*urls[:2], "…", *urls[-(most - 3) :]]
+    return " -> ".join(urls)
+
+
+class CheckedRedirectMiddleware(CheckedRedirects, RedirectMiddleware):
+    pass
+
+
+class CheckedMetaRefreshMiddleware(CheckedRedirects, MetaRefreshMiddleware):
+    pass
