@@ -44,6 +44,8 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.filters.ContentTypeFilterMiddleware": 585,
     # Above redirects (600) and retries (550): sees every response as it arrives.
     "crawler.middlewares.limiter.LimiterMiddleware": 800,
+    # Under the limiter (800), which stamps when a request leaves; above redirects and retries.
+    "crawler.middlewares.request_log.RequestLogMiddleware": 840,
 }
 
 CRAWLER_LIMITER_ENABLED = True
@@ -64,6 +66,9 @@ CRAWLER_REJECT_CONTENT_TYPES: list[str] = []
 CRAWLER_ROBOTS_TTL = 3600.0
 CRAWLER_ROBOTS_RETRY_SECONDS = 60.0
 CRAWLER_ROBOTS_FAIL_OPEN = False
+# Per-domain pacing: {"pattern": {"concurrency": N, "min_delay": S}}; patterns are a host,
+# host:port, *.example.com or *. Operators change them at run time (domain_controls).
+CRAWLER_DOMAIN_OVERRIDES: dict[str, dict[str, float]] = {}
 
 # --- Link following ----------------------------------------------------------------------------
 DEPTH_LIMIT = 10
@@ -78,6 +83,8 @@ CRAWLER_CANCEL_429_STREAK = 0
 EXTENSIONS = {
     "crawler.extensions.job_health.JobHealth": 500,
     "crawler.extensions.gc_freeze.GcFreeze": 0,
+    "crawler.extensions.heartbeat.Heartbeat": 510,
+    "crawler.extensions.control.CrawlControl": 520,
 }
 CRAWLER_GC_FREEZE = True
 CRAWLER_MAX_LINKS_PER_PAGE = 1000
@@ -129,6 +136,13 @@ CRAWLER_REDIS_META_KEYS = [
     "handle_httpstatus_all", "handle_httpstatus_list", "dont_retry", "dont_redirect",
 ]  # fmt: skip
 CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
+
+# --- Seeing and steering a running crawl (workers, domain_state, request_log, domain_controls) ---
+CRAWLER_HEARTBEAT_SECONDS = 5.0
+CRAWLER_DOMAIN_STATE = True
+CRAWLER_REQUEST_LOG = True
+CRAWLER_CONTROL_POLL_SECONDS = 2.0
+CRAWLER_INBOX = True
 
 # --- Runtime -----------------------------------------------------------------------------------
 LOGSTATS_INTERVAL = 10.0

@@ -39,6 +39,10 @@ WEB_SITES = {
     "refusing": "paced:refuse=0.3-100000,pages=10",  # robots.txt answered, then only 429s
     "shared": "paced:crawl_delay=0.05,pages=150",
     "killable": "paced:pages=300,latency_ms=250",
+    # Slow enough answers that several requests can be in flight at once.
+    "overridden": "paced:pages=40,latency_ms=300",
+    "steered": "paced:pages=300,latency_ms=50",
+    "inbox": "paced:pages=3",
 }
 
 

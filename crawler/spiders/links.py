@@ -25,12 +25,6 @@ class LinksSpider(BaseCrawlSpider):
         self.respect_nofollow = settings.getbool("CRAWLER_RESPECT_NOFOLLOW")
         self.follow_canonical = settings.getbool("CRAWLER_FOLLOW_CANONICAL")
 
-    async def start(self) -> AsyncIterator[Any]:
-        for url in self.seed_urls():
-            request = self.page_request(url, depth=0, via="seed")
-            if request is not None:
-                yield request
-
     def follow(self, response: Response, item: PageItem, page: PageData) -> Iterator[Request]:
         depth = response.meta.get("depth", 0)
         if self.max_depth and depth >= self.max_depth:
