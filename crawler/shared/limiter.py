@@ -106,7 +106,7 @@ class SharedDomainLimiter(DomainLimiter):
         state = self._load(domain)
         inflight = self.client.zcount(self.frontier.key("inflight", domain), now, "+inf")
         limit = 1 if state.circuit_open_until is not None else self.policy.concurrency(state)
-        return now >= self.policy.ready_at(state) and inflight < limit
+        return not state.paused and now >= self.policy.ready_at(state) and inflight < limit
 
     def try_start(self, domain: str, holder: str = "") -> str | None:
         return self._safely(lambda: self.frontier.try_reserve(domain, holder), None)
