@@ -9,8 +9,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-STATES = ("running", "paused", "closing", "finished")
-
 
 def worker_id(job_id: str, hostname: str | None = None, pid: int | None = None) -> str:
     """Unique among running processes: host, process id and job (64 characters at most)."""

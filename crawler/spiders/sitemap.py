@@ -9,9 +9,8 @@ with several ``loc``; ``scrapy.utils.sitemap.sitemap_urls_from_robots`` is reuse
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 from scrapy import Request
 from scrapy.crawler import Crawler
