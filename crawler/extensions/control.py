@@ -12,24 +12,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from datetime import UTC, datetime
-from typing import Any, Self
 
-from scrapy import Spider, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 
 from crawler.control.operators import Controls, cancel_requested, read_controls, take_inbox
 from crawler.control.worker import worker_id
 from crawler.extensions.heartbeat import Heartbeat
+from crawler.extensions.periodic import PeriodicExtension
 from crawler.frontier.meta import wake_engine
 from crawler.politeness.limiter import limiter_for
-from crawler.storage import StorageUnavailable
-from crawler.storage.shared import SharedStorage, shared_storage
 
 logger = logging.getLogger(__name__)
 
@@ -37,54 +31,18 @@ CANCELLED = "cancelled"
 INBOX_BATCH = 100
 
 
-class CrawlControl:
+class CrawlControl(PeriodicExtension):
+    SECONDS_SETTING = "CRAWLER_CONTROL_POLL_SECONDS"
+
     def __init__(self, crawler: Crawler):
-        self.crawler = crawler
-        self.seconds = crawler.settings.getfloat("CRAWLER_CONTROL_POLL_SECONDS")
+        super().__init__(crawler)
         self.inbox = crawler.settings.getbool("CRAWLER_INBOX")
-        self.storage: SharedStorage | None = None
         self.controls = Controls()
         self.started_at = datetime.now(UTC)
         self.crawl_paused = False
-        self._task: asyncio.Task[None] | None = None
-        self._warned_at = -1e9
-        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        self.limiter = limiter_for(crawler)
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        if crawler.settings.getfloat("CRAWLER_CONTROL_POLL_SECONDS") <= 0:
-            raise NotConfigured
-        return cls(crawler)
-
-    @property
-    def spider(self) -> Any:
-        return self.crawler.spider
-
-    def spider_opened(self) -> None:
-        self.storage = shared_storage(self.crawler)
-        if self.storage is not None:
-            self.limiter = limiter_for(self.crawler)
-            self._task = asyncio.ensure_future(self._poll_periodically())
-
-    def spider_closed(self, spider: Spider) -> None:
-        if self._task is not None:
-            self._task.cancel()
-
-    async def _poll_periodically(self) -> None:
-        while True:
-            try:
-                if not await self.poll():
-                    return
-            except StorageUnavailable as exc:
-                if time.monotonic() - self._warned_at > 60:
-                    self._warned_at = time.monotonic()
-                    logger.warning("Could not read the operators' controls (%s); the crawl goes on as it was", exc)
-            except Exception:
-                logger.exception("Could not apply the operators' controls")
-            await asyncio.sleep(self.seconds)
-
-    async def poll(self) -> bool:
+    async def tick(self) -> bool:
         """Apply what operators ask; False once the job is cancelled."""
         assert self.storage is not None
         backend = self.storage.backend
