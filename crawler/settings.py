@@ -51,6 +51,8 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.redirects.CheckedMetaRefreshMiddleware": 580,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "crawler.middlewares.redirects.CheckedRedirectMiddleware": 600,
+    # Under the limiter (800), which stamps when a request leaves; above redirects and retries.
+    "crawler.middlewares.request_log.RequestLogMiddleware": 840,
 }
 
 CRAWLER_LIMITER_ENABLED = True
@@ -96,6 +98,9 @@ CRAWLER_MAX_LINKS_READ = 10_000
 # Scrapy's remote-control extension serves an HTTP endpoint that runs Python in the process:
 # off unless an operator turns it on for a run.
 REMOTE_CONTROL_ENABLED = False
+# Per-domain pacing: {"pattern": {"concurrency": N, "min_delay": S}}; patterns are a host,
+# host:port, *.example.com or *. Operators change them at run time (domain_controls).
+CRAWLER_DOMAIN_OVERRIDES: dict[str, dict[str, float]] = {}
 
 # --- Link following ----------------------------------------------------------------------------
 DEPTH_LIMIT = 10
@@ -111,6 +116,8 @@ EXTENSIONS = {
     "crawler.extensions.job_health.JobHealth": 500,
     "crawler.extensions.gc_freeze.GcFreeze": 0,
     "crawler.extensions.run_lock.RunLock": 500,
+    "crawler.extensions.heartbeat.Heartbeat": 510,
+    "crawler.extensions.control.CrawlControl": 520,
 }
 CRAWLER_GC_FREEZE = True
 CRAWLER_MAX_LINKS_PER_PAGE = 1000
@@ -167,6 +174,13 @@ CRAWLER_REDIS_META_KEYS = [
     "handle_httpstatus_all", "handle_httpstatus_list", "dont_retry", "dont_redirect",
 ]  # fmt: skip
 CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
+
+# --- Seeing and steering a running crawl (workers, domain_state, request_log, domain_controls) ---
+CRAWLER_HEARTBEAT_SECONDS = 5.0
+CRAWLER_DOMAIN_STATE = True
+CRAWLER_REQUEST_LOG = True
+CRAWLER_CONTROL_POLL_SECONDS = 2.0
+CRAWLER_INBOX = True
 
 # --- Runtime -----------------------------------------------------------------------------------
 LOGSTATS_INTERVAL = 10.0

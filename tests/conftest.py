@@ -40,6 +40,10 @@ WEB_SITES = {
     "shared": "paced:crawl_delay=0.05,pages=150",
     "killable": "paced:pages=300,latency_ms=250",
     "stalling": "paced:pages=20,latency_ms=20000",  # every answer, robots.txt too, takes 20 s
+    # Slow enough answers that several requests can be in flight at once.
+    "overridden": "paced:pages=40,latency_ms=300",
+    "steered": "paced:pages=300,latency_ms=50",
+    "inbox": "paced:pages=3",
 }
 
 

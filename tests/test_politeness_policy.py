@@ -392,3 +392,98 @@ def test_spacing_counts_from_when_the_request_leaves() -> None:
     assert not policy.can_start(state, 11.0) and policy.can_start(state, 11.04)
     policy.unreserve(state, reservation)  # too late: it was sent
     assert state.next_start == 11.04
+
+
+# --- people's controls: overrides, pause, reset ---------------------------------------------------
+
+def test_an_override_delay_replaces_the_default_and_the_minimum() -> None:
+    policy = _policy(default_delay=1.0, min_delay=0.5)
+    assert policy.effective_delay(DomainState(override_delay=0.1)) == 0.1
+    assert policy.effective_delay(DomainState(override_delay=3.0)) == 3.0
+    assert policy.effective_delay(DomainState(override_delay=0.0)) == 0.0
+
+
+def test_robots_and_learned_delays_win_over_an_override_when_longer() -> None:
+    policy = _policy(default_delay=1.0)
+    assert policy.effective_delay(DomainState(override_delay=0.1, robots_delay=2.0)) == 2.0
+    assert policy.effective_delay(DomainState(override_delay=3.0, robots_delay=2.0)) == 3.0
+    assert policy.effective_delay(DomainState(override_delay=0.1, learned_delay=0.7)) == 0.7
+    assert policy.effective_delay(DomainState(override_delay=0.1, robots_delay=100.0)) == 60.0  # the cap still holds
+
+
+def test_an_override_concurrency_replaces_the_base_and_learning_still_lowers_it() -> None:
+    policy = _policy(base_concurrency=2, default_delay=0.0, concurrency_step=5.0)
+    assert policy.concurrency(DomainState(override_concurrency=10)) == 10
+    assert policy.concurrency(DomainState(override_concurrency=1)) == 1
+    assert policy.concurrency(DomainState(override_concurrency=10, learned_delay=11.0)) == 8
+    state = DomainState(override_concurrency=4)
+    for holder in range(4):
+        assert policy.can_start(state, 0.0), holder
+        policy.start(state, 0.0)
+    assert not policy.can_start(state, 0.0)
+
+
+def test_a_paused_domain_starts_nothing_until_resumed() -> None:
+    policy = _policy(default_delay=0.0)
+    state = DomainState()
+    policy.start(state, 0.0)
+    state.paused = True
+    assert not policy.can_start(state, 10.0)
+    policy.finish(state)  # what was in flight finishes
+    assert not policy.can_start(state, 10.0) and state.inflight == 0
+    state.paused = False
+    assert policy.can_start(state, 10.0)
+
+
+def test_reset_forgets_learned_delay_floor_block_and_circuit_but_keeps_robots_and_controls() -> None:
+    policy = _policy(default_delay=1.0, circuit_failures=1)
+    state = DomainState(robots_delay=2.0, override_concurrency=3, learned_delay=9.0, floor=8.0, probe_from=9.5, latency=0.2)
+    policy.on_blocked(state, 100.0, retry_after=60)
+    policy.on_failure(state, 100.0)
+    policy.reset(state)
+    assert (state.learned_delay, state.floor, state.blocked_until, state.circuit_open_until, state.probe_from) == (0, 0, 0, None, None)
+    assert (state.blocking_streak, state.failure_streak, state.success_streak, state.probe_successes) == (0, 0, 0, 0)
+    assert (state.robots_delay, state.override_concurrency, state.latency) == (2.0, 3, 0.2)
+    assert policy.can_start(state, 100.0) and policy.effective_delay(state) == 2.0
+
+
+def test_circuit_is_closed_open_then_half_open() -> None:
+    policy = _policy(circuit_failures=1, circuit_open_seconds=60)
+    state = DomainState()
+    assert policy.circuit(state, 0.0) == "closed"
+    policy.on_failure(state, 0.0)
+    assert policy.circuit(state, 59.9) == "open"
+    assert policy.circuit(state, 60.0) == "half_open"
+
+
+def test_domain_controls_apply_the_same_in_both_limiters(make_limiter) -> None:
+    import asyncio
+
+    from crawler.politeness.overrides import ControlTable, DomainControl
+
+    clock = [100.0]
+    limiter = make_limiter(_policy(default_delay=1.0, base_concurrency=2), lambda: clock[0])
+    if isinstance(limiter, SharedDomainLimiter):  # a domain the crawl has queued
+        limiter.frontier.push("a.example", 0, "http://a.example/\t{}")
+    assert limiter.try_start("a.example", "a0")
+    configured = ControlTable({"a.example": DomainControl(concurrency=3, min_delay=0.25)})
+    asyncio.run(limiter.set_controls(configured))
+    assert limiter.effective_delay("a.example") == 0.25 and limiter.concurrency("a.example") == 3
+    limiter.set_robots_delay("b.example", None)  # a domain first seen after the controls came
+    assert limiter.effective_delay("b.example") == 1.0
+    clock[0] = 101.0
+    assert limiter.try_start("a.example", "a1")
+    clock[0] = 101.25
+    assert limiter.try_start("a.example", "a2")
+    clock[0] = 101.5
+    assert limiter.try_start("a.example", "a3") is None  # three in flight
+    limiter.finish("a.example", "a0")
+    asyncio.run(limiter.set_controls(configured.with_runtime({"a.example": DomainControl(paused=True)})))
+    assert limiter.try_start("a.example", "a4") is None and not limiter.can_start("a.example")
+    assert limiter.concurrency("a.example") == 3  # the setting's values stay under an operator's pause
+    asyncio.run(limiter.set_controls(configured))
+    assert limiter.try_start("a.example", "a4")
+    limiter.blocked("a.example", retry_after=30)
+    assert limiter.effective_delay("a.example") > 0.25 and not limiter.can_start("a.example")
+    asyncio.run(limiter.reset("a.example"))
+    assert limiter.effective_delay("a.example") == 0.25 and limiter.state("a.example").blocked_until == 0

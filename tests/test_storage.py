@@ -33,6 +33,7 @@ def test_schema_is_created_once_and_versioned(database: Database) -> None:
     versions = database.query("SELECT version FROM schema_version ORDER BY version")
     assert versions == [(version,) for version in range(1, len(MIGRATIONS) + 1)]
     tables = {"pages", "domains", "robots_decisions", "sitemap_entries", "crawl_jobs"}
+    tables |= {"workers", "stats_samples", "domain_state", "request_log", "domain_controls", "frontier_inbox"}
     for table in tables:
         assert database.query(f"SELECT COUNT(*) FROM {table}") == [(0,)]
 

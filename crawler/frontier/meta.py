@@ -16,6 +16,12 @@ RESERVATION = "limiter_reservation"
 HOLDER = "limiter_holder"
 """Who holds one of the domain's concurrent slots: the request's lease key, or ``robots_holder``."""
 
+SENT_AT = "request_sent_at"
+"""Unix time at which the request left for the network, as late as the crawler knows it; the
+start of its ``request_log`` row."""
+DELAY_IN_FORCE = "delay_in_force"
+"""The domain's delay when the request left: the least time before the domain's next start."""
+
 
 def robots_holder(domain: str) -> str:
     return f"robots:{domain}"  # frontier.lua names its robots.txt claims the same way

@@ -233,5 +233,10 @@ class PolitePriorityQueue:
     def __len__(self) -> int:
         return self._size
 
+    def queued(self, domain: str) -> int:
+        """Requests of ``domain`` ready to be handed out (retries waiting for their time aside)."""
+        queue = self.queues.get(domain)
+        return len(queue) if queue is not None else 0
+
     def __contains__(self, domain: str) -> bool:
         return domain in self.queues

@@ -23,7 +23,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 
-from crawler.frontier.meta import DOMAIN, HOLDER, RESERVATION
+from crawler.frontier.meta import DELAY_IN_FORCE, DOMAIN, HOLDER, RESERVATION, SENT_AT
 from crawler.robots.cache import CACHED_RESPONSE_FLAG
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.politeness.policy import Change, Outcome
@@ -72,7 +72,9 @@ class LimiterMiddleware:
         # The last middleware before the network: the domain's spacing counts from here.
         domain = request.meta.get(DOMAIN)
         if domain is not None:
-            self.limiter.sent(domain)
+            # Stamped first: the domain's next slot counts from no earlier than the stamp.
+            request.meta[SENT_AT] = self.limiter.clock()
+            request.meta[DELAY_IN_FORCE] = self.limiter.sent(domain)
 
     def process_response(self, request: Request, response: Response) -> Response:
         domain = request.meta.pop(DOMAIN, None)

@@ -16,6 +16,7 @@ from weakref import WeakKeyDictionary
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
+from crawler.politeness.overrides import ControlTable, parse_overrides
 from crawler.politeness.policy import DomainState, Outcome, Policy, PolicyConfig
 
 
@@ -24,6 +25,8 @@ class DomainLimiter:
         self.policy = policy
         self.clock = clock
         self.states: dict[str, DomainState] = {}
+        self.controls = ControlTable()
+        """Per-domain concurrency, minimum delay and pause chosen by people."""
         self._watchers: list[Callable[[str], None]] = []
 
     def watch(self, callback: Callable[[str], None]) -> None:
@@ -42,6 +45,7 @@ class DomainLimiter:
         state = self.states.get(domain)
         if state is None:
             state = self.states[domain] = DomainState()
+            self.controls.for_domain(domain).apply(state)
         return state
 
     def ready_at(self, domain: str) -> float:
@@ -56,8 +60,11 @@ class DomainLimiter:
         now = self.clock()
         return self.policy.start(self.state(domain), now) if self.can_start(domain, now) else None
 
-    def sent(self, domain: str) -> None:
-        self.policy.sent(self.state(domain), self.clock())
+    def sent(self, domain: str) -> float:
+        """The request holding the domain's last slot leaves now; returns the delay in force."""
+        state = self.state(domain)
+        self.policy.sent(state, self.clock())
+        return self.policy.effective_delay(state)
 
     def unreserve(self, domain: str, reservation: Any) -> None:
         self.policy.unreserve(self.state(domain), reservation)
@@ -87,6 +94,20 @@ class DomainLimiter:
         """Seed a domain with what earlier crawls learned."""
         state = self.state(domain)
         state.learned_delay, state.floor = delay, floor
+
+    async def set_controls(self, controls: ControlTable) -> None:
+        """Apply new domain controls to every domain (and to each new one)."""
+        self.controls = controls
+        for domain, state in self.states.items():
+            if controls.for_domain(domain).apply(state):
+                self.may_be_ready(domain)
+
+    async def reset(self, domain: str) -> DomainState:
+        """Forget what the domain taught (an operator's reset); its state after."""
+        state = self.state(domain)
+        self.policy.reset(state)
+        self.may_be_ready(domain)
+        return state
 
     def effective_delay(self, domain: str) -> float:
         return self.policy.effective_delay(self.state(domain))
@@ -131,4 +152,5 @@ def limiter_for(crawler: Crawler) -> DomainLimiter:
         limiter = _limiters[crawler] = (
             DomainLimiter(policy) if services is None else SharedDomainLimiter(policy, services.frontier)
         )
+        limiter.controls = ControlTable(parse_overrides(crawler.settings.getdict("CRAWLER_DOMAIN_OVERRIDES")))
     return limiter

@@ -66,6 +66,13 @@ class DomainState:
     circuit_open_until: float | None = None
     """Set while the circuit is open or half-open (after this time, one probe at a time)."""
     probe_successes: int = 0
+    override_delay: float | None = None
+    """A per-domain minimum delay (``CRAWLER_DOMAIN_OVERRIDES`` or an operator's), in place of
+    the default and minimum delays; robots.txt and learned delays still win when longer."""
+    override_concurrency: int | None = None
+    """A per-domain concurrency in place of the base one; learning still lowers it."""
+    paused: bool = False
+    """An operator paused the domain: nothing starts; what is in flight finishes."""
 
 
 class Change(Enum):
@@ -112,8 +119,10 @@ class Policy:
     def baseline(self, state: DomainState) -> float:
         """The delay before any learning: robots.txt's (capped) or the default, and the minimum."""
         robots = state.robots_delay
-        base = min(robots, self.config.robots_delay_cap) if robots is not None else self.config.default_delay
-        return max(base, self.config.min_delay)
+        override = state.override_delay
+        default = self.config.default_delay if override is None else override
+        base = min(robots, self.config.robots_delay_cap) if robots is not None else default
+        return max(base, self.config.min_delay if override is None else override)
 
     def effective_delay(self, state: DomainState) -> float:
         latency = self.config.latency_factor * (state.latency or 0.0)
@@ -122,7 +131,8 @@ class Policy:
     def concurrency(self, state: DomainState) -> int:
         above = state.learned_delay - self.baseline(state)
         reduction = int(above // self.config.concurrency_step) if above > 0 else 0
-        return max(1, self.config.base_concurrency - reduction)
+        base = self.config.base_concurrency if state.override_concurrency is None else state.override_concurrency
+        return max(1, base - reduction)
 
     def step_up(self, delay: float) -> float:
         """One second where delays are seconds long, a fraction of the delay below that."""
@@ -144,6 +154,8 @@ class Policy:
         return max(state.blocked_until, state.next_start, state.circuit_open_until or 0.0)
 
     def can_start(self, state: DomainState, now: float) -> bool:
+        if state.paused:
+            return False
         if state.circuit_open_until is not None:
             # Open: nothing until the time comes; then half-open: one probe at a time.
             return now >= max(self.ready_at(state), state.circuit_open_until) and state.inflight == 0
@@ -239,6 +251,19 @@ class Policy:
             state.probe_successes = 0
             return True
         return False
+
+    def circuit(self, state: DomainState, now: float) -> str:
+        """``closed``, ``open`` (nothing until its time) or ``half_open`` (one probe at a time)."""
+        if state.circuit_open_until is None:
+            return "closed"
+        return "open" if now < state.circuit_open_until else "half_open"
+
+    def reset(self, state: DomainState) -> None:
+        """Forget what the domain taught: learned delay and floor, block, circuit, streaks
+        (an operator's reset, for a site that has been fixed)."""
+        state.learned_delay = state.floor = state.blocked_until = 0.0
+        state.blocking_streak = state.success_streak = state.failure_streak = state.probe_successes = 0
+        state.probe_from = state.circuit_open_until = None
 
     def _snapshot(self, state: DomainState) -> tuple[float, int]:
         return self.effective_delay(state), self.concurrency(state)

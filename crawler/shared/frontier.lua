@@ -197,9 +197,10 @@ elseif op == 'sent' then
   local d = ARGV[7]
   local k = dkey(d)
   local f = redis.call('HMGET', k, 'next', 'delay')
-  redis.call('HSET', k, 'next', fmt(math.max(num(f[1], 0), now + num(f[2], default_delay))), 'last', fmt(now))
+  local delay = num(f[2], default_delay)
+  redis.call('HSET', k, 'next', fmt(math.max(num(f[1], 0), now + delay)), 'last', fmt(now))
   refresh(d)
-  return 1
+  return fmt(delay)  -- the delay in force, as text (Redis would cut a number to an integer)
 
 elseif op == 'unreserve' then
   -- ARGV[7], ARGV[8]: domain, reservation. Give back an unused slot unless another was taken since.

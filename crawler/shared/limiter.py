@@ -11,6 +11,7 @@ every process at its next pop.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 import redis
 
 from crawler.politeness.limiter import DomainLimiter
+from crawler.politeness.overrides import ControlTable
 from crawler.politeness.policy import DomainState, Outcome, Policy
 from crawler.shared.connection import REDIS_ERRORS
 from crawler.shared.store import SharedFrontier
@@ -33,6 +35,9 @@ T = TypeVar("T")
 _SLOT_FIELDS = ("next", "prev", "last")
 _SLOT_ATTRIBUTES = ("next_start", "previous_next_start", "last_start")
 _TRANSIENT = frozenset({*_SLOT_ATTRIBUTES, "inflight"})
+# A paused domain is held until an operator resumes it; a finite time, as the frontier script
+# compares numbers (year 33658).
+_PAUSED_HOLD = 1e12
 
 
 class SharedDomainLimiter(DomainLimiter):
@@ -73,6 +78,7 @@ class SharedDomainLimiter(DomainLimiter):
                 try:
                     pipe.watch(key)
                     state = _decode(pipe.hmget(key, "state", *_SLOT_FIELDS))
+                    self.controls.for_domain(domain).apply(state)  # every process obeys the latest it knows
                     result = change(state)
                     pipe.multi()
                     self.frontier.update(domain, self._fields(state), client=pipe)
@@ -89,7 +95,7 @@ class SharedDomainLimiter(DomainLimiter):
             "next": f"{state.next_start:.6f}",
             "delay": repr(policy.effective_delay(state)),
             "limit": 1 if state.circuit_open_until is not None else policy.concurrency(state),
-            "hold": repr(max(state.blocked_until, state.circuit_open_until or 0.0)),
+            "hold": repr(_PAUSED_HOLD if state.paused else max(state.blocked_until, state.circuit_open_until or 0.0)),
         }
 
     # --- slots -------------------------------------------------------------------------------
@@ -100,13 +106,13 @@ class SharedDomainLimiter(DomainLimiter):
         state = self._load(domain)
         inflight = self.client.zcount(self.frontier.key("inflight", domain), now, "+inf")
         limit = 1 if state.circuit_open_until is not None else self.policy.concurrency(state)
-        return now >= self.policy.ready_at(state) and inflight < limit
+        return not state.paused and now >= self.policy.ready_at(state) and inflight < limit
 
     def try_start(self, domain: str, holder: str = "") -> str | None:
         return self._safely(lambda: self.frontier.try_reserve(domain, holder), None)
 
-    def sent(self, domain: str) -> None:
-        self._safely(lambda: self.frontier.sent(domain), None)
+    def sent(self, domain: str) -> float | None:
+        return self._safely(lambda: self.frontier.sent(domain), None)
 
     def unreserve(self, domain: str, reservation: Any) -> None:
         self._safely(lambda: self.frontier.unreserve(domain, str(reservation)), None)
@@ -131,6 +137,29 @@ class SharedDomainLimiter(DomainLimiter):
     def set_robots_delay(self, domain: str, delay: float | None) -> None:
         self._apply(domain, lambda s: self.policy.set_robots_delay(s, delay, self.clock()), None)
         self.may_be_ready(domain)
+
+    async def set_controls(self, controls: ControlTable) -> None:
+        """Write the controls that changed into the shared state of the crawl's domains (off
+        the reactor: one transaction per changed domain); new domains get them with their
+        first change."""
+        previous, self.controls = self.controls, controls
+
+        def write() -> None:
+            for name in self.client.smembers(self.frontier.key("domains")):
+                domain = name.decode()
+                if controls.for_domain(domain) != previous.for_domain(domain):
+                    self._apply(domain, lambda state: None, None)
+
+        await asyncio.to_thread(self._safely, write, None)
+
+    async def reset(self, domain: str) -> DomainState:
+        def reset(state: DomainState) -> DomainState:
+            self.policy.reset(state)
+            return state
+
+        state = await asyncio.to_thread(self._apply, domain, reset, DomainState())
+        self.may_be_ready(domain)
+        return state
 
     def learned(self, domain: str, delay: float, floor: float) -> None:
         """Seed a domain with what earlier crawls learned, unless the running crawl has learned

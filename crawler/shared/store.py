@@ -131,8 +131,9 @@ class SharedFrontier:
         answer = self._call("try_reserve", domain, holder)
         return _text(answer) if answer else None
 
-    def sent(self, domain: str) -> None:
-        self._call("sent", domain)
+    def sent(self, domain: str) -> float:
+        """The domain's slot counts from now; returns the delay in force."""
+        return float(_text(self._call("sent", domain)))
 
     def unreserve(self, domain: str, reservation: str) -> None:
         self._call("unreserve", domain, reservation)
@@ -158,16 +159,8 @@ class SharedFrontier:
         ready = {_text(d): score for d, score in self.client.zrange(self.key("ready"), 0, -1, withscores=True)}
         rows = []
         for domain in names:
-            with self.client.pipeline(transaction=False) as pipe:
-                pipe.zrange(self.key("qp", domain), 0, -1)
-                pipe.hgetall(self.domain_key(domain))
-                pipe.zcount(self.key("inflight", domain), now, "+inf")
-                prios, state, inflight = pipe.execute()
-            with self.client.pipeline(transaction=False) as pipe:
-                for prio in prios:
-                    pipe.llen(self.key("q", domain, _text(prio)))
-                queued = sum(pipe.execute())
-            state = {_text(k): _text(v) for k, v in state.items()}
+            inflight, queued = self.domain_load(domain, now)
+            state = {_text(k): _text(v) for k, v in self.client.hgetall(self.domain_key(domain)).items()}
             rows.append({
                 "domain": domain,
                 "queued": queued,
@@ -178,6 +171,18 @@ class SharedFrontier:
                 "in_flight": inflight,
             })  # fmt: skip
         return rows
+
+    def domain_load(self, domain: str, now: float | None = None) -> tuple[int, int]:
+        """The domain's requests in flight (slots held) and queued."""
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.zrange(self.key("qp", domain), 0, -1)
+            pipe.zcount(self.key("inflight", domain), self.clock() if now is None else now, "+inf")
+            prios, inflight = pipe.execute()
+        with self.client.pipeline(transaction=False) as pipe:
+            for prio in prios:
+                pipe.llen(self.key("q", domain, _text(prio)))
+            queued = sum(pipe.execute())
+        return inflight, queued
 
     def clear(self) -> int:
         """Delete every key of the crawl; the number deleted."""

@@ -4,7 +4,7 @@ identity and scope, and a row for every outcome."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any, Self
 
 from scrapy import Request, Spider
@@ -79,11 +79,12 @@ class BaseCrawlSpider(Spider):
         self.seen: set[str] = set()
         self.pages_scheduled = 0
 
-    def seed_urls(self) -> Iterator[str]:
-        """The seeds in normal form, each added to the crawl's scope and allowed by the address
-        guard whatever its address; an invalid seed is logged and skipped."""
+    def seed_urls(self, seeds: Iterable[str] | None = None) -> Iterator[str]:
+        """The seeds (the spider's, or ``seeds`` added while it runs) in normal form, each added
+        to the crawl's scope and allowed by the address guard whatever its address; an invalid
+        seed is logged and skipped."""
         guard = self.crawler.get_downloader_middleware(AddressGuardMiddleware)
-        for seed in self.seeds:
+        for seed in self.seeds if seeds is None else seeds:
             try:
                 url = self.normalize(seed)
             except InvalidURL as exc:
@@ -94,6 +95,17 @@ class BaseCrawlSpider(Spider):
             if guard is not None:
                 guard.allow_seed(url)
             yield url
+
+    async def start(self) -> AsyncIterator[Any]:
+        for request in self.seed_requests(self.seed_urls()):
+            yield request
+
+    def seed_requests(self, urls: Iterable[str]) -> Iterator[Request]:
+        """The first requests of seeds in normal form."""
+        for url in urls:
+            request = self.page_request(url, depth=0, via="seed")
+            if request is not None:
+                yield request
 
     def budget_left(self) -> bool:
         return not self.max_pages or self.pages_scheduled < self.max_pages

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 from scrapy import Request
 from scrapy.crawler import Crawler
@@ -24,12 +23,6 @@ class LinksSpider(BaseCrawlSpider):
         self.max_links = settings.getint("CRAWLER_MAX_LINKS_PER_PAGE")
         self.respect_nofollow = settings.getbool("CRAWLER_RESPECT_NOFOLLOW")
         self.follow_canonical = settings.getbool("CRAWLER_FOLLOW_CANONICAL")
-
-    async def start(self) -> AsyncIterator[Any]:
-        for url in self.seed_urls():
-            request = self.page_request(url, depth=0, via="seed")
-            if request is not None:
-                yield request
 
     def follow(self, response: Response, item: PageItem, page: PageData) -> Iterator[Request]:
         depth = response.meta.get("depth", 0)

@@ -9,9 +9,8 @@ with several ``loc``; ``scrapy.utils.sitemap.sitemap_urls_from_robots`` is reuse
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 from scrapy import Request
 from scrapy.crawler import Crawler
@@ -45,8 +44,9 @@ class SitemapCrawlSpider(BaseCrawlSpider):
         self.sitemap_strict = settings.getbool("CRAWLER_SITEMAP_STRICT")
         self.sitemaps_seen: set[str] = set()
 
-    async def start(self) -> AsyncIterator[Any]:
-        for url in self.seed_urls():
+    def seed_requests(self, urls: Iterable[str]) -> Iterator[Request]:
+        """Each seed's discovery: its robots.txt first, or the sitemap it names."""
+        for url in urls:
             discovery = Discovery(url)
             kind = seed_kind(url)
             if kind is SeedKind.SITEMAP:

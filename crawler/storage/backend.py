@@ -32,8 +32,15 @@ class Batch:
     domains: list[tuple[Any, ...]] = field(default_factory=list)
     robots: list[tuple[Any, ...]] = field(default_factory=list)
     robots_decisions: list[tuple[Any, ...]] = field(default_factory=list)
+    workers: list[tuple[Any, ...]] = field(default_factory=list)
+    stats_samples: list[tuple[Any, ...]] = field(default_factory=list)
+    domain_state: list[tuple[Any, ...]] = field(default_factory=list)
+    request_log: list[tuple[Any, ...]] = field(default_factory=list)
 
-    KINDS: ClassVar[tuple[str, ...]] = ("pages", "new_pages", "sitemap_entries", "domains", "robots", "robots_decisions")
+    KINDS: ClassVar[tuple[str, ...]] = (
+        "pages", "new_pages", "sitemap_entries", "domains", "robots", "robots_decisions",
+        "workers", "stats_samples", "domain_state", "request_log",
+    )  # fmt: skip
 
     def __len__(self) -> int:
         return sum(len(getattr(self, kind)) for kind in self.KINDS)

@@ -180,6 +180,82 @@ MIGRATIONS: tuple[str, ...] = (
         heartbeat_at {ts} NOT NULL
     );
     """,
+    # Observability and control of running crawls: what crawl processes write (workers and
+    # their stats samples, per-domain state, the request log), what they read (domain
+    # controls, the inbox of URLs, a job's cancel flag).
+    """
+    CREATE TABLE workers (
+        worker_id VARCHAR(64) PRIMARY KEY,
+        job_id VARCHAR(64) NOT NULL,
+        crawl_id VARCHAR(255),
+        spider VARCHAR(64) NOT NULL,
+        hostname VARCHAR(255) NOT NULL,
+        pid INTEGER NOT NULL,
+        started_at {ts} NOT NULL,
+        heartbeat_at {ts} NOT NULL,
+        state VARCHAR(16) NOT NULL,
+        stats TEXT
+    );
+    CREATE INDEX idx_workers_heartbeat_at ON workers (heartbeat_at);
+    CREATE TABLE stats_samples (
+        id {id},
+        worker_id VARCHAR(64) NOT NULL,
+        job_id VARCHAR(64),
+        sampled_at {ts} NOT NULL,
+        stats TEXT NOT NULL
+    );
+    CREATE INDEX idx_stats_samples_sampled_at ON stats_samples (sampled_at);
+    CREATE TABLE domain_state (
+        domain VARCHAR(255) PRIMARY KEY,
+        effective_delay {real} NOT NULL,
+        robots_delay {real},
+        learned_delay {real} NOT NULL DEFAULT 0,
+        learned_floor {real} NOT NULL DEFAULT 0,
+        blocked_until {ts},
+        circuit VARCHAR(16) NOT NULL DEFAULT 'closed',
+        in_flight INTEGER NOT NULL DEFAULT 0,
+        queued INTEGER NOT NULL DEFAULT 0,
+        pages BIGINT NOT NULL DEFAULT 0,
+        errors BIGINT NOT NULL DEFAULT 0,
+        responses_429 BIGINT NOT NULL DEFAULT 0,
+        updated_at {ts} NOT NULL
+    );
+    CREATE INDEX idx_domain_state_updated_at ON domain_state (updated_at);
+    CREATE TABLE request_log (
+        id {id},
+        domain VARCHAR(255) NOT NULL,
+        url TEXT NOT NULL,
+        job_id VARCHAR(64),
+        worker_id VARCHAR(64),
+        started_at {ts} NOT NULL,
+        ended_at {ts},
+        http_status INTEGER,
+        outcome VARCHAR(64) NOT NULL,
+        delay_in_force {real}
+    );
+    CREATE INDEX idx_request_log_domain_started_at ON request_log (domain, started_at);
+    CREATE TABLE domain_controls (
+        domain VARCHAR(255) PRIMARY KEY,
+        paused BOOLEAN NOT NULL DEFAULT FALSE,
+        max_concurrency INTEGER,
+        min_delay {real},
+        reset_requested_at {ts},
+        updated_by VARCHAR(64),
+        updated_at {ts} NOT NULL
+    );
+    CREATE TABLE frontier_inbox (
+        id {id},
+        url TEXT NOT NULL,
+        spider VARCHAR(64),
+        crawl_id VARCHAR(255),
+        added_by VARCHAR(64),
+        added_at {ts} NOT NULL,
+        taken_at {ts},
+        taken_by VARCHAR(64)
+    );
+    CREATE INDEX idx_frontier_inbox_untaken ON frontier_inbox (id) WHERE taken_at IS NULL;
+    ALTER TABLE crawl_jobs ADD COLUMN cancel_requested_at {ts};
+    """,
 )
 
 
@@ -221,6 +297,21 @@ ROBOTS_DECISION_COLUMNS: tuple[str, ...] = (
 )
 
 
+WORKER_COLUMNS: tuple[str, ...] = (
+    "worker_id", "job_id", "crawl_id", "spider", "hostname", "pid", "started_at", "heartbeat_at", "state", "stats",
+)  # fmt: skip
+STATS_SAMPLE_COLUMNS: tuple[str, ...] = ("worker_id", "job_id", "sampled_at", "stats")
+DOMAIN_STATE_COLUMNS: tuple[str, ...] = (
+    "domain", "effective_delay", "robots_delay", "learned_delay", "learned_floor", "blocked_until", "circuit",
+    "in_flight", "queued", "pages", "errors", "responses_429", "updated_at",
+)  # fmt: skip
+DOMAIN_STATE_COUNTERS: tuple[str, ...] = ("pages", "errors", "responses_429")
+"""Rows carry what one process counted since its last snapshot; the table holds the sums."""
+REQUEST_LOG_COLUMNS: tuple[str, ...] = (
+    "domain", "url", "job_id", "worker_id", "started_at", "ended_at", "http_status", "outcome", "delay_in_force",
+)  # fmt: skip
+
+
 def insert_sql(
     table: str,
     columns: tuple[str, ...],
@@ -259,4 +350,12 @@ def write_statements(placeholder: str) -> dict[str, str]:
         "domains": insert_sql("domains", DOMAIN_COLUMNS, placeholder, key="domain", update=DOMAIN_COLUMNS[1:]),
         "robots": insert_sql("domains", ROBOTS_COLUMNS, placeholder, key="domain", update=ROBOTS_COLUMNS[1:]),
         "robots_decisions": insert_sql("robots_decisions", ROBOTS_DECISION_COLUMNS, placeholder),
+        "workers": insert_sql("workers", WORKER_COLUMNS, placeholder, key="worker_id", update=WORKER_COLUMNS[1:]),
+        "stats_samples": insert_sql("stats_samples", STATS_SAMPLE_COLUMNS, placeholder),
+        "domain_state": insert_sql(
+            "domain_state", DOMAIN_STATE_COLUMNS, placeholder, key="domain",
+            update=tuple(c for c in DOMAIN_STATE_COLUMNS[1:] if c not in DOMAIN_STATE_COUNTERS),
+            extra=", ".join(f"{c} = domain_state.{c} + excluded.{c}" for c in DOMAIN_STATE_COUNTERS),
+        ),
+        "request_log": insert_sql("request_log", REQUEST_LOG_COLUMNS, placeholder),
     }  # fmt: skip

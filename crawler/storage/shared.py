@@ -25,9 +25,12 @@ class Outbox:
     """In ``ROBOTS_DECISION_COLUMNS`` order."""
     new_pages: list[tuple[Any, ...]] = field(default_factory=list)
     """Pages rows that must not replace an earlier row (URLs a job skipped)."""
+    observed: Batch = field(default_factory=Batch)
+    """What the crawl reports about itself (``workers``, ``stats_samples``, ``domain_state``,
+    ``request_log``), in the column order of those tables."""
 
     def __len__(self) -> int:
-        return len(self.domains) + len(self.robots) + len(self.robots_decisions) + len(self.new_pages)
+        return len(self.domains) + len(self.robots) + len(self.robots_decisions) + len(self.new_pages) + len(self.observed)
 
     def drain_into(self, batch: Batch) -> None:
         """Move every row into ``batch``."""
@@ -35,7 +38,13 @@ class Outbox:
         batch.robots.extend(self.robots.values())
         batch.robots_decisions.extend(self.robots_decisions)
         batch.new_pages.extend(self.new_pages)
+        for kind in OBSERVED_KINDS:
+            getattr(batch, kind).extend(getattr(self.observed, kind))
         self.domains, self.robots, self.robots_decisions, self.new_pages = {}, {}, [], []
+        self.observed = Batch()
+
+
+OBSERVED_KINDS = ("workers", "stats_samples", "domain_state", "request_log")
 
 
 @dataclass(slots=True)

@@ -1,0 +1,126 @@
+"""What the crawler did to one site over a window, from its own records: the answer to a site
+owner's complaint. Pure: ``request_log`` rows (and ``robots_decisions`` rows) in, a JSON-ready
+summary out; ``scrapy audit`` and the API both print it.
+
+- requests, and their statuses or errors;
+- the smallest gap between two request starts, against the delay in force when the first of the
+  two left, and every gap shorter than that delay by more than ``delay_tolerance``;
+- the most requests in flight at once;
+- each 429, and how long the crawler waited after it before the next request;
+- robots.txt decisions grouped by the rule that made them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from crawler.control.times import as_datetime
+
+MAX_LISTED = 20
+"""Violations and 429s listed one by one at most; the counts are always complete."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRequest:
+    url: str
+    started: float
+    ended: float | None
+    status: int | None
+    outcome: str
+    delay: float | None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> LoggedRequest:
+        ended = row.get("ended_at")
+        delay = row.get("delay_in_force")
+        return cls(
+            row["url"], seconds(row["started_at"]), None if ended is None else seconds(ended), row.get("http_status"),
+            row.get("outcome") or "", None if delay is None else float(delay),
+        )  # fmt: skip
+
+
+def summarize(
+    rows: Iterable[Mapping[str, Any]], delay_tolerance: float, robots_decisions: Iterable[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """``rows`` are ``request_log`` rows as mappings of column names (times as datetimes, ISO
+    text or Unix seconds); ``robots_decisions`` are rows with ``url``, ``allowed`` and
+    ``matched_rule``."""
+    requests = sorted((LoggedRequest.of(row) for row in rows), key=lambda r: r.started)
+    gaps = [_gap(a, b) for a, b in zip(requests, requests[1:])]
+    violations = [g for g in gaps if g["delay_in_force"] is not None and g["seconds"] < g["delay_in_force"] - delay_tolerance]
+    in_flight, in_flight_at = max_in_flight(requests)
+    refusals = [_refusal(r, requests) for r in requests if r.status == 429]
+    return {
+        "requests": len(requests),
+        "first_start": _iso(requests[0].started) if requests else None,
+        "last_start": _iso(requests[-1].started) if requests else None,
+        "outcomes": dict(sorted(Counter(_outcome(r) for r in requests).items())),
+        "smallest_gap": min(gaps, key=lambda g: g["seconds"]) if gaps else None,
+        "delay_tolerance": delay_tolerance,
+        "gaps_under_delay": len(violations),
+        "gaps_under_delay_listed": violations[:MAX_LISTED],
+        "max_in_flight": in_flight,
+        "max_in_flight_at": None if in_flight_at is None else _iso(in_flight_at),
+        "responses_429": len(refusals),
+        "responses_429_listed": refusals[:MAX_LISTED],
+        "robots": robots_summary(robots_decisions),
+    }
+
+
+def max_in_flight(requests: list[LoggedRequest]) -> tuple[int, float | None]:
+    """The most requests in flight at once and when that began; a request without an end is
+    in flight to the end of the window. One ending as another starts does not overlap it."""
+    events = sorted(
+        [(r.started, 1) for r in requests] + [(r.ended, -1) for r in requests if r.ended is not None],
+        key=lambda event: (event[0], event[1]),  # ends before starts at the same time
+    )
+    most, at, current = 0, None, 0
+    for time, change in events:
+        current += change
+        if current > most:
+            most, at = current, time
+    return most, at
+
+
+def robots_summary(decisions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Decisions grouped by outcome and rule, most frequent first, each with one example URL."""
+    groups: dict[tuple[bool, str | None], list[str]] = {}
+    for decision in decisions:
+        groups.setdefault((bool(decision["allowed"]), decision.get("matched_rule")), []).append(decision["url"])
+    return [
+        {"allowed": allowed, "rule": rule, "decisions": len(urls), "example": urls[0]}
+        for (allowed, rule), urls in sorted(groups.items(), key=lambda item: (-len(item[1]), not item[0][0], item[0][1] or ""))
+    ]
+
+
+def _gap(first: LoggedRequest, second: LoggedRequest) -> dict[str, Any]:
+    return {
+        "seconds": second.started - first.started,
+        "delay_in_force": first.delay,
+        "at": _iso(second.started),
+        "after": first.url,
+        "before": second.url,
+    }
+
+
+def _refusal(refused: LoggedRequest, requests: list[LoggedRequest]) -> dict[str, Any]:
+    end = refused.ended if refused.ended is not None else refused.started
+    following = [r.started for r in requests if r.started >= end and r is not refused]
+    return {"url": refused.url, "at": _iso(end), "waited": min(following) - end if following else None}
+
+
+def _outcome(request: LoggedRequest) -> str:
+    return str(request.status) if request.status is not None else request.outcome
+
+
+def seconds(value: datetime | str | float) -> float:
+    """Unix seconds of a time as PostgreSQL (datetime), SQLite (ISO text) or a clock gives it."""
+    return float(value) if isinstance(value, int | float) else as_datetime(value).timestamp()
+
+
+def _iso(time: float) -> str:
+    return datetime.fromtimestamp(time, UTC).isoformat()

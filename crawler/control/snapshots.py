@@ -1,0 +1,71 @@
+"""``domain_state`` rows: the pacing of each domain that changed since the last snapshot, with
+what this process counted for it meanwhile (the table adds the counts up across processes)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+from scrapy.crawler import Crawler
+
+from crawler.control.activity import DomainActivity, DomainCounts
+from crawler.frontier.queue import PolitePriorityQueue
+from crawler.politeness.limiter import DomainLimiter
+from crawler.politeness.policy import DomainState, Policy
+from crawler.shared.connection import REDIS_ERRORS
+from crawler.shared.limiter import SharedDomainLimiter
+
+
+def domain_state_row(
+    domain: str, state: DomainState, policy: Policy, now: float, in_flight: int, queued: int, counts: DomainCounts
+) -> tuple[Any, ...]:
+    """In ``DOMAIN_STATE_COLUMNS`` order; ``now`` is Unix time."""
+    blocked_until = datetime.fromtimestamp(state.blocked_until, UTC) if state.blocked_until > now else None
+    return (
+        domain, policy.effective_delay(state), state.robots_delay, state.learned_delay, state.floor, blocked_until,
+        policy.circuit(state, now), in_flight, queued, counts.pages, counts.errors, counts.responses_429,
+        datetime.fromtimestamp(now, UTC),
+    )  # fmt: skip
+
+
+class DomainSnapshots:
+    def __init__(self, crawler: Crawler, limiter: DomainLimiter, activity: DomainActivity):
+        self.crawler = crawler
+        self.limiter = limiter
+        self.activity = activity
+
+    async def rows(self) -> list[tuple[Any, ...]]:
+        """Rows of the domains changed since the last call; Redis is read off the reactor."""
+        changed = self.activity.take()
+        if isinstance(self.limiter, SharedDomainLimiter):
+            return await asyncio.to_thread(self._rows, changed)
+        return self._rows(changed)
+
+    def rows_now(self) -> list[tuple[Any, ...]]:
+        """The same, at once (the spider is closing)."""
+        return self._rows(self.activity.take())
+
+    def _rows(self, changed: dict[str, DomainCounts]) -> list[tuple[Any, ...]]:
+        limiter = self.limiter
+        rows = []
+        for domain, counts in changed.items():
+            state = limiter.state(domain)
+            if isinstance(limiter, SharedDomainLimiter):
+                in_flight, queued = self._shared_load(limiter, domain)
+            else:
+                in_flight, queued = state.inflight, self._local_queued(domain)
+            rows.append(domain_state_row(domain, state, limiter.policy, limiter.clock(), in_flight, queued, counts))
+        return rows
+
+    @staticmethod
+    def _shared_load(limiter: SharedDomainLimiter, domain: str) -> tuple[int, int]:
+        try:
+            return limiter.frontier.domain_load(domain)
+        except REDIS_ERRORS:
+            return 0, 0  # Redis away: the state read says so in the log
+
+    def _local_queued(self, domain: str) -> int:
+        engine = self.crawler.engine
+        queue = getattr(engine.scheduler, "mqs", None) if engine is not None else None
+        return queue.queued(domain) if isinstance(queue, PolitePriorityQueue) else 0

@@ -1,0 +1,123 @@
+"""Obey operators while the crawl runs, polling the database every
+``CRAWLER_CONTROL_POLL_SECONDS`` (0: never), off the reactor:
+
+- ``domain_controls``: per-domain concurrency and minimum delay (over
+  ``CRAWLER_DOMAIN_OVERRIDES``), a domain paused (nothing more is sent to it; what is in flight
+  finishes) or the whole crawl (domain ``*``: the engine pauses), a reset of what a domain taught
+  the limiter (requested after this process started), which is also saved for later jobs;
+- ``frontier_inbox``: URLs to crawl, each taken by one process and scheduled as a seed;
+- ``crawl_jobs.cancel_requested_at``: the job closes with reason ``cancelled`` (the URLs it
+  leaves get ``skipped`` rows).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from scrapy.crawler import Crawler
+from scrapy.utils.defer import deferred_from_coro
+
+from crawler.control.operators import Controls, cancel_requested, read_controls, take_inbox
+from crawler.control.worker import worker_id
+from crawler.extensions.heartbeat import Heartbeat
+from crawler.extensions.periodic import PeriodicExtension
+from crawler.frontier.meta import wake_engine
+from crawler.politeness.limiter import limiter_for
+
+logger = logging.getLogger(__name__)
+
+CANCELLED = "cancelled"
+INBOX_BATCH = 100
+
+
+class CrawlControl(PeriodicExtension):
+    SECONDS_SETTING = "CRAWLER_CONTROL_POLL_SECONDS"
+
+    def __init__(self, crawler: Crawler):
+        super().__init__(crawler)
+        self.inbox = crawler.settings.getbool("CRAWLER_INBOX")
+        self.controls = Controls()
+        self.started_at = datetime.now(UTC)
+        self.crawl_paused = False
+        self.limiter = limiter_for(crawler)
+
+    async def tick(self) -> bool:
+        """Apply what operators ask; False once the job is cancelled."""
+        assert self.storage is not None
+        backend = self.storage.backend
+        if await cancel_requested(backend, self.spider.job_id):
+            self._cancel()
+            return False
+        controls = await read_controls(backend)
+        if controls.domains != self.controls.domains:
+            await self._apply(controls)
+        for domain, at in controls.resets.items():
+            if at > max(self.controls.resets.get(domain, self.started_at), self.started_at):
+                await self._reset(domain)
+        self.controls = controls
+        if self.inbox:
+            await self._take_inbox()
+        return True
+
+    async def _apply(self, controls: Controls) -> None:
+        table = self.limiter.controls.with_runtime(controls.domains)
+        await self.limiter.set_controls(table)
+        logger.info("Domain controls applied: %s", {p: c for p, c in controls.domains.items()} or "none")
+        if table.crawl_paused != self.crawl_paused:
+            self._pause_crawl(table.crawl_paused)
+
+    def _pause_crawl(self, paused: bool) -> None:
+        engine = self.crawler.engine
+        if engine is None:
+            return
+        self.crawl_paused = paused
+        if paused:
+            engine.pause()
+        else:
+            engine.unpause()
+            wake_engine(self.crawler)
+        logger.info("The crawl is %s by an operator", "paused" if paused else "resumed")
+        self._set_state("paused" if paused else "running")
+
+    async def _reset(self, domain: str) -> None:
+        state = await self.limiter.reset(domain)
+        assert self.storage is not None
+        # The same row the limiter saves when it learns: later jobs start from the reset too.
+        self.storage.outbox.domains[domain] = (domain, state.learned_delay, state.floor, state.robots_delay, datetime.now(UTC))
+        self.crawler.stats.inc_value("control/domain_reset_count")
+        logger.info("Pacing of %s reset by an operator: delay %.3f s", domain, self.limiter.effective_delay(domain))
+
+    async def _take_inbox(self) -> None:
+        assert self.storage is not None
+        spider = self.spider
+        urls = await take_inbox(
+            self.storage.backend,
+            now=datetime.now(UTC),
+            worker=worker_id(spider.job_id),
+            spider=spider.name,
+            crawl=spider.crawl_id,
+            limit=INBOX_BATCH,
+        )
+        if not urls:
+            return
+        engine = self.crawler.engine
+        scheduled = 0
+        for request in spider.seed_requests(spider.seed_urls(urls)):
+            engine.crawl(request)
+            scheduled += 1
+        self.crawler.stats.inc_value("control/inbox_taken", len(urls))
+        logger.info("Took %d URLs from the inbox; %d scheduled as seeds", len(urls), scheduled)
+
+    def _cancel(self) -> None:
+        engine = self.crawler.engine
+        if engine is None:
+            return
+        logger.warning("Job %s cancelled by an operator", self.spider.job_id)
+        self._set_state("closing")
+        deferred_from_coro(engine.close_spider_async(reason=CANCELLED))
+
+    def _set_state(self, state: str) -> None:
+        heartbeat = self.crawler.get_extension(Heartbeat)
+        if heartbeat is not None:
+            heartbeat.state = state

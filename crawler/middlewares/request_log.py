@@ -1,0 +1,70 @@
+"""One ``request_log`` row per request that left for the network: when it left, when it
+ended, its status or error, and the domain's delay in force; the evidence of ``scrapy audit``.
+
+The start is ``request.meta[SENT_AT]``, stamped by whatever knows latest that the request left
+(the limiter middleware, as it counts the domain's spacing from there); without the limiter it
+is stamped here. Enabled at 840 in ``DOWNLOADER_MIDDLEWARES``: after the limiter (800) on the
+way out, so its stamp is there, and before it, the redirect (600) and retry (550) middlewares on
+the way back, so every answer and error is seen as it comes off the wire. Rows go with the
+storage pipeline's batches; ``CRAWLER_REQUEST_LOG`` turns the log off.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Self
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+
+from crawler.control.worker import worker_id
+from crawler.frontier.meta import DELAY_IN_FORCE, SENT_AT, domain_key
+from crawler.robots.cache import CACHED_RESPONSE_FLAG
+from crawler.storage.shared import shared_storage
+
+RESPONSE = "response"
+"""The outcome of a request answered over HTTP; other outcomes name the error."""
+
+
+class RequestLogMiddleware:
+    def __init__(self, crawler: Crawler):
+        self.crawler = crawler
+        self._job: tuple[str | None, str | None] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        if not crawler.settings.getbool("CRAWLER_REQUEST_LOG"):
+            raise NotConfigured
+        return cls(crawler)
+
+    def process_request(self, request: Request) -> None:
+        request.meta.setdefault(SENT_AT, time.time())
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if CACHED_RESPONSE_FLAG in response.flags:  # served from memory: nothing left
+            request.meta.pop(SENT_AT, None)
+            request.meta.pop(DELAY_IN_FORCE, None)
+        else:
+            self._log(request, response.status, RESPONSE)
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        self._log(request, None, type(exception).__name__)
+
+    def _log(self, request: Request, status: int | None, outcome: str) -> None:
+        # Popped, so that a retry or redirect built from this request gets a stamp of its own.
+        started = request.meta.pop(SENT_AT, None)
+        delay = request.meta.pop(DELAY_IN_FORCE, None)
+        storage = shared_storage(self.crawler)
+        if started is None or storage is None:
+            return  # dropped before it left (robots.txt, a filter), or no storage
+        if self._job is None:
+            job_id = getattr(self.crawler.spider, "job_id", None)
+            self._job = (job_id, worker_id(job_id) if job_id else None)
+        storage.outbox.observed.request_log.append((
+            domain_key(request), request.url, *self._job,
+            datetime.fromtimestamp(started, UTC), datetime.now(UTC), status, outcome, delay,
+        ))  # fmt: skip
