@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from datetime import datetime
 
 from aiohttp import web
@@ -17,10 +19,10 @@ def _cursor(request: web.Request) -> tuple[datetime, int] | None:
     raw = params.text(request, "cursor", 100)
     if raw is None:
         return None
-    moment, _, row_id = raw.rpartition("~")
     try:
+        moment, _, row_id = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode().rpartition("~")
         return params.timestamp_value(moment), int(row_id)
-    except ValueError:
+    except (ValueError, binascii.Error):
         raise params.bad_request("cursor must be the next_cursor of a previous page") from None
 
 
@@ -40,7 +42,8 @@ async def pages(request: web.Request) -> web.Response:
     )
     more = len(rows) > limit
     rows = rows[:limit]
-    cursor = f"{rows[-1]['crawled_at']}~{rows[-1]['id']}" if more else None
+    # Opaque and URL-safe: the last row's time and id.
+    cursor = base64.urlsafe_b64encode(f"{rows[-1]['crawled_at']}~{rows[-1]['id']}".encode()).decode().rstrip("=") if more else None
     return web.json_response({"pages": rows, "next_cursor": cursor})
 
 
