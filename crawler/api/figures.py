@@ -100,8 +100,7 @@ def series(samples: Iterable[Sample], start: float, end: float, step: float) -> 
             if new is None:
                 continue
             frontier = (frontier or 0.0) + frontier_size(new.stats)
-            if old is None:
-                continue
+            old = old or worker[0]  # a process that started in the interval counts from its first sample
             pages += max(0.0, new.stats.get(PAGES, 0.0) - old.stats.get(PAGES, 0.0))
             for status, value in statuses(new.stats).items():
                 delta = max(0.0, value - old.stats.get(STATUS_PREFIX + status, 0.0))
