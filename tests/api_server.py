@@ -10,6 +10,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -87,7 +89,7 @@ def create_users(database: Database) -> None:
         finally:
             await db.close()
 
-    asyncio.run(create())
+    _run(create)
 
 
 def migrate(database: Database) -> None:
@@ -96,7 +98,13 @@ def migrate(database: Database) -> None:
     async def open_close() -> None:
         await (await ApiDatabase.open(database.url)).close()
 
-    asyncio.run(open_close())
+    _run(open_close)
+
+
+def _run(function: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    # In a thread of its own: the browser test's Playwright keeps an event loop in this one.
+    with ThreadPoolExecutor(1) as executor:
+        executor.submit(lambda: asyncio.run(function())).result()
 
 
 def free_port() -> int:
