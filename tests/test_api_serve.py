@@ -140,7 +140,10 @@ def test_domains_show_delays_blocks_and_429s_sortable(served: Served) -> None:
     assert rows[STORED_ONLY_HOST]["learned_delay"] == 1.5  # known only from the domains table
     for sort, first in (("responses_429", THROTTLED_HOST), ("pages", FAST_HOST), ("delay", THROTTLED_HOST), ("queued", THROTTLED_HOST)):
         assert viewer.get(f"/api/domains?sort={sort}").json()["domains"][0]["domain"] == first, sort
-    assert viewer.get("/api/domains?sort=pages&order=asc&limit=1&offset=1").json()["domains"][0]["domain"] == THROTTLED_HOST
+    ascending = [viewer.get(f"/api/domains?sort=pages&order=asc&limit=1&offset={n}").json()["domains"][0]["domain"] for n in range(3)]
+    assert ascending == [THROTTLED_HOST, FAST_HOST, STORED_ONLY_HOST]  # domains without a snapshot come last
+    assert [d["domain"] for d in viewer.get("/api/domains?q=0.0.1&limit=5").json()["domains"]] == [FAST_HOST, THROTTLED_HOST, STORED_ONLY_HOST]
+    assert viewer.get("/api/domains?q=0.13").json()["total"] == 1
     assert viewer.get("/api/domains?sort=evil;drop").status == 400
     robots = viewer.get(f"/api/domains/{THROTTLED_HOST}/robots").json()
     assert "Disallow: /private" in robots["robots_txt"]

@@ -15,26 +15,35 @@ DOMAIN_COLUMNS = (
     "in_flight", "queued", "pages", "errors", "responses_429", "updated_at",
     "paused", "max_concurrency", "min_delay", "reset_requested_at",
 )  # fmt: skip
-# A domain crawled before snapshots were kept still shows its stored robots and learned delays.
-_DOMAIN_SELECT = """
-SELECT names.domain,
-       ds.effective_delay, COALESCE(ds.robots_delay, d.crawl_delay_seconds),
+# A page of the crawl processes' snapshots is chosen in domain_state alone (one scan, a top-N
+# sort) and only its rows are joined with the stored robots.txt delays and the controls; the
+# domains known only from the domains table (crawled before snapshots were kept) follow them.
+_STATE_PAGE = """
+SELECT ds.domain, ds.effective_delay, COALESCE(ds.robots_delay, d.crawl_delay_seconds),
        COALESCE(ds.learned_delay, d.adaptive_delay_seconds), COALESCE(ds.learned_floor, d.adaptive_delay_floor_seconds),
-       ds.blocked_until, ds.circuit, COALESCE(ds.in_flight, 0), COALESCE(ds.queued, 0), COALESCE(ds.pages, d.page_count, 0),
+       ds.blocked_until, ds.circuit, COALESCE(ds.in_flight, 0), COALESCE(ds.queued, 0), COALESCE(ds.pages, 0),
        COALESCE(ds.errors, 0), COALESCE(ds.responses_429, 0), ds.updated_at,
        COALESCE(dc.paused, FALSE), dc.max_concurrency, dc.min_delay, dc.reset_requested_at
-FROM (SELECT domain FROM domain_state UNION SELECT domain FROM domains) names
-LEFT JOIN domain_state ds ON ds.domain = names.domain
-LEFT JOIN domains d ON d.domain = names.domain
-LEFT JOIN domain_controls dc ON dc.domain = names.domain
+FROM (SELECT * FROM domain_state ds {where} ORDER BY {order} LIMIT ? OFFSET ?) ds
+LEFT JOIN domains d ON d.domain = ds.domain
+LEFT JOIN domain_controls dc ON dc.domain = ds.domain
+ORDER BY {order}
+"""
+_STORED_ONLY = "FROM domains d WHERE NOT EXISTS (SELECT 1 FROM domain_state s WHERE s.domain = d.domain) {where}"
+_STORED_PAGE = f"""
+SELECT d.domain, NULL, d.crawl_delay_seconds, d.adaptive_delay_seconds, d.adaptive_delay_floor_seconds, NULL, NULL,
+       0, 0, COALESCE(d.page_count, 0), 0, 0, d.updated_at,
+       COALESCE(dc.paused, FALSE), dc.max_concurrency, dc.min_delay, dc.reset_requested_at
+{_STORED_ONLY.replace("FROM domains d", "FROM domains d LEFT JOIN domain_controls dc ON dc.domain = d.domain")}
+ORDER BY d.domain LIMIT ? OFFSET ?
 """
 DOMAIN_SORTS = {
-    "domain": "names.domain",
-    "delay": "COALESCE(ds.effective_delay, d.crawl_delay_seconds, 0)",
-    "learned_delay": "COALESCE(ds.learned_delay, d.adaptive_delay_seconds, 0)",
+    "domain": "ds.domain",
+    "delay": "COALESCE(ds.effective_delay, 0)",
+    "learned_delay": "COALESCE(ds.learned_delay, 0)",
     "queued": "COALESCE(ds.queued, 0)",
     "in_flight": "COALESCE(ds.in_flight, 0)",
-    "pages": "COALESCE(ds.pages, d.page_count, 0)",
+    "pages": "COALESCE(ds.pages, 0)",
     "errors": "COALESCE(ds.errors, 0)",
     "responses_429": "COALESCE(ds.responses_429, 0)",
 }
@@ -67,11 +76,20 @@ async def samples(db: Database, since: datetime) -> list[Sample]:
 
 
 async def domains(db: Database, sort: str, descending: bool, limit: int, offset: int, search: str | None) -> tuple[int, list[dict[str, Any]]]:
-    where, params = ("WHERE names.domain LIKE ?", [f"%{search}%"]) if search else ("", [])
-    order = f"{DOMAIN_SORTS[sort]} {'DESC' if descending else 'ASC'}, names.domain"
-    rows = await db.rows(f"{_DOMAIN_SELECT} {where} ORDER BY {order} LIMIT ? OFFSET ?", DOMAIN_COLUMNS, (*params, limit, offset))
-    total = await db.scalar(f"SELECT COUNT(*) FROM (SELECT domain FROM domain_state UNION SELECT domain FROM domains) names {where}", params)
-    return int(total or 0), rows
+    """A page of domains sorted by ``sort`` (those with a snapshot), then those known only
+    from the domains table by name; and how many there are in all."""
+    params: list[Any] = [f"%{search}%"] if search else []
+    in_state = int(await db.scalar(f"SELECT COUNT(*) FROM domain_state ds {'WHERE ds.domain LIKE ?' if search else ''}", params) or 0)
+    stored = int(await db.scalar(f"SELECT COUNT(*) {_STORED_ONLY.format(where='AND d.domain LIKE ?' if search else '')}", params) or 0)
+    order = f"{DOMAIN_SORTS[sort]} {'DESC' if descending else 'ASC'}, ds.domain"
+    rows = []
+    if offset < in_state:
+        sql = _STATE_PAGE.format(where="WHERE ds.domain LIKE ?" if search else "", order=order)
+        rows = await db.rows(sql, DOMAIN_COLUMNS, (*params, limit, offset))
+    if len(rows) < limit and stored:
+        sql = _STORED_PAGE.format(where="AND d.domain LIKE ?" if search else "")
+        rows += await db.rows(sql, DOMAIN_COLUMNS, (*params, limit - len(rows), max(0, offset - in_state)))
+    return in_state + stored, rows
 
 
 async def domain_totals(db: Database, now: datetime) -> dict[str, Any]:
@@ -86,8 +104,7 @@ async def domain_totals(db: Database, now: datetime) -> dict[str, Any]:
 
 async def busiest_domains(db: Database, limit: int) -> list[dict[str, Any]]:
     return await db.rows(
-        f"{_DOMAIN_SELECT} WHERE ds.domain IS NOT NULL ORDER BY COALESCE(ds.pages, 0) DESC, names.domain LIMIT ?",
-        DOMAIN_COLUMNS, (limit,),
+        _STATE_PAGE.format(where="", order="COALESCE(ds.pages, 0) DESC, ds.domain"), DOMAIN_COLUMNS, (limit, 0),
     )  # fmt: skip
 
 

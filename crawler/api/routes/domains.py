@@ -72,7 +72,8 @@ async def audit(request: web.Request) -> web.Response:
 
 ROUTES = (
     Route(
-        "GET", "/api/domains", domains, "user", "Per domain: delays, block, circuit, in flight, queued, pages, errors, 429s",
+        "GET", "/api/domains", domains, "user", "Per domain: delays, block, circuit, in flight, queued, pages, errors, 429s (domains with "
+        "a crawl snapshot in the order asked, then those known only from stored robots.txt, by name)",
         (Param("sort", {"type": "string", "enum": list(queries.DOMAIN_SORTS), "default": "domain"}),
          Param("order", {"type": "string", "enum": ["asc", "desc"]}),
          Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}),

@@ -49,7 +49,7 @@ async function refresh() {
   try {
     const [stats, series, domains, jobs] = await Promise.all([
       api("/api/stats"), api("/api/stats/timeseries?minutes=15&step=20"),
-      api(`/api/domains?sort=${sort}&limit=200`), api("/api/jobs?limit=20"),
+      api(`/api/domains?sort=${sort}&limit=100`), api("/api/jobs?limit=20"),
     ]);
     renderStats(stats);
     drawChart($("#chart"), $("#legend"), series.points);
