@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import timedelta
-from typing import Any
 
 from aiohttp import web
 
@@ -12,6 +10,7 @@ from crawler.api import params, queries
 from crawler.api.database import epoch, utc_now
 from crawler.api.routing import DOMAIN, Param, Route
 from crawler.api.services import services
+
 
 async def domains(request: web.Request) -> web.Response:
     sort = params.choice(request, "sort", "domain", list(queries.DOMAIN_SORTS))
@@ -41,33 +40,27 @@ async def robots(request: web.Request) -> web.Response:
     return web.json_response({**rows[0], "is_allowed": bool(rows[0]["is_allowed"]), "recent_denials": decisions})
 
 
-def _jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _jsonable(dataclasses.asdict(value))
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
 async def audit(request: web.Request) -> web.Response:
-    """What the crawler did to a domain over a window, from ``request_log``, summarised by the
-    same function as ``scrapy audit``."""
-    # The crawl side's package: imported when used, so the API runs where it is absent.
+    """What the crawler did to a domain over a window, from ``request_log`` and
+    ``robots_decisions``, summarised by the same function as ``scrapy audit``."""
+    # Imported here while the crawl side's package (crawler.control) is not on this branch;
+    # once both are merged it belongs with the imports above.
     from crawler.control.audit import summarize
 
     domain = request.match_info["domain"]
     minutes = params.integer(request, "minutes", 60, 1, 7 * 24 * 60)
     tolerance = params.integer(request, "tolerance_ms", 10, 0, 10_000) / 1000
     since = utc_now() - timedelta(minutes=minutes)
-    rows = await services(request).db.rows(
+    db = services(request).db
+    rows = await db.rows(
         f"SELECT {', '.join(queries.REQUEST_LOG_COLUMNS)} FROM request_log WHERE domain = ? AND started_at >= ? ORDER BY started_at",
         queries.REQUEST_LOG_COLUMNS, (domain, since),
     )  # fmt: skip
-    for row in rows:
-        row["started_at"], row["ended_at"] = epoch(row["started_at"]), epoch(row["ended_at"])
-    return web.json_response({"domain": domain, "minutes": minutes, "summary": _jsonable(summarize(rows, tolerance))})
+    decisions = await db.rows(
+        "SELECT url, allowed, matched_rule FROM robots_decisions WHERE domain = ? AND decided_at >= ?",
+        ("url", "allowed", "matched_rule"), (domain, since),
+    )  # fmt: skip
+    return web.json_response({"domain": domain, "minutes": minutes, "summary": summarize(rows, tolerance, decisions)})
 
 
 ROUTES = (
