@@ -10,7 +10,9 @@ setup(
     name="crawler",
     version="0.1.0",
     packages=find_packages(include=["crawler", "crawler.*"]),
-    package_data={"crawler": ["**/*.lua"]},
+    # Files read through importlib.resources (also from a zipped egg): the frontier's script,
+    # the dashboard's pages.
+    package_data={"crawler": ["**/*.lua"], "crawler.api": ["static/*.html", "static/*.js", "static/*.css"]},
     entry_points={"scrapy": ["settings = crawler.settings"]},
     python_requires=">=3.11",
 )

@@ -181,6 +181,16 @@ CRAWLER_DOMAIN_STATE = True
 CRAWLER_REQUEST_LOG = True
 CRAWLER_CONTROL_POLL_SECONDS = 2.0
 CRAWLER_INBOX = True
+# --- scrapy serve: the API, dashboard and metrics ---------------------------------------------
+CRAWLER_API_BIND = "127.0.0.1:8700"
+CRAWLER_API_SESSION_SECONDS = 24 * 3600.0
+CRAWLER_API_COOKIE_SECURE = False
+# Requests per CRAWLER_API_RATE_WINDOW seconds, per client (IP for anonymous, else user); seed
+# injection counts on top of the caller's tier.
+CRAWLER_API_RATE_LIMITS = {"anonymous": 10, "user": 100, "admin": 500, "seed": 10}
+CRAWLER_API_RATE_WINDOW = 60.0
+CRAWLER_API_HEARTBEAT_TIMEOUT = 120.0
+CRAWLER_API_METRICS_TOP_DOMAINS = 20
 
 # --- Runtime -----------------------------------------------------------------------------------
 LOGSTATS_INTERVAL = 10.0

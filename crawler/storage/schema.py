@@ -256,6 +256,37 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX idx_frontier_inbox_untaken ON frontier_inbox (id) WHERE taken_at IS NULL;
     ALTER TABLE crawl_jobs ADD COLUMN cancel_requested_at {ts};
     """,
+    # scrapy serve: users, sessions kept in the database when there is no Redis, the record of
+    # admin actions, and indexes for the API's keyset pages of rows (by time, by domain, by status)
+    """
+    CREATE TABLE users (
+        username VARCHAR(64) PRIMARY KEY,
+        role VARCHAR(16) NOT NULL,
+        password_hash TEXT NOT NULL,
+        created_at {ts} NOT NULL,
+        updated_at {ts} NOT NULL
+    );
+    CREATE TABLE sessions (
+        token_hash VARCHAR(64) PRIMARY KEY,
+        username VARCHAR(64) NOT NULL,
+        role VARCHAR(16) NOT NULL,
+        created_at {ts} NOT NULL,
+        expires_at {ts} NOT NULL
+    );
+    CREATE INDEX idx_sessions_expires_at ON sessions (expires_at);
+    CREATE TABLE admin_actions (
+        id {id},
+        username VARCHAR(64) NOT NULL,
+        action VARCHAR(64) NOT NULL,
+        target TEXT,
+        detail TEXT,
+        acted_at {ts} NOT NULL
+    );
+    CREATE INDEX idx_admin_actions_acted_at ON admin_actions (acted_at);
+    CREATE INDEX idx_pages_crawled_id ON pages (crawled_at, id);
+    CREATE INDEX idx_pages_domain_crawled_id ON pages (domain, crawled_at, id);
+    CREATE INDEX idx_pages_status_crawled_id ON pages (status, crawled_at, id)
+    """,
 )
 
 

@@ -1,0 +1,130 @@
+"""Users, passwords and sessions.
+
+Passwords are argon2id hashes (argon2-cffi's defaults). A session is a random token in an
+HttpOnly cookie; only its SHA-256 is stored (in Redis with a TTL, else in the ``sessions``
+table), so whoever reads the store cannot take over a session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Protocol
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from crawler.api.database import Database, utc_now
+
+ROLES = ("user", "admin")
+COOKIE = "crawler_session"
+_RANK = {"anonymous": 0, "user": 1, "admin": 2}
+_HASHER = PasswordHasher()
+# Verified when the user is unknown, so that a login takes as long for a missing user.
+_DUMMY_HASH = _HASHER.hash("not a password anyone has")
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    username: str
+    role: str
+
+    def may(self, role: str) -> bool:
+        return _RANK[self.role] >= _RANK[role]
+
+
+ANONYMOUS = Identity("", "anonymous")
+
+
+def hash_password(password: str) -> str:
+    return _HASHER.hash(password)
+
+
+def _verify(stored: str, password: str) -> bool:
+    try:
+        return _HASHER.verify(stored, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+async def save_user(db: Database, username: str, role: str, password: str) -> None:
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+    now = utc_now()
+    await db.raw(
+        "INSERT INTO users (username, role, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (username) DO UPDATE SET role = excluded.role, password_hash = excluded.password_hash, "
+        "updated_at = excluded.updated_at",
+        (username, role, hash_password(password), now, now),
+    )
+
+
+async def authenticate(db: Database, username: str, password: str) -> Identity | None:
+    rows = await db.raw("SELECT role, password_hash FROM users WHERE username = ?", (username,))
+    role, stored = rows[0] if rows else (None, _DUMMY_HASH)
+    # argon2 costs tens of milliseconds of CPU: off the event loop.
+    valid = await asyncio.to_thread(_verify, stored, password)
+    return Identity(username, role) if valid and role else None
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class SessionStore(Protocol):
+    async def create(self, identity: Identity) -> str: ...
+    async def get(self, token: str) -> Identity | None: ...
+    async def delete(self, token: str) -> None: ...
+
+
+class RedisSessions:
+    def __init__(self, client, prefix: str, seconds: float):  # redis.asyncio.Redis
+        self.client = client
+        self.prefix = prefix
+        self.seconds = seconds
+
+    async def create(self, identity: Identity) -> str:
+        token = secrets.token_urlsafe(32)
+        value = json.dumps({"username": identity.username, "role": identity.role, "created_at": utc_now().isoformat()})
+        await self.client.set(f"{self.prefix}{_digest(token)}", value, ex=int(self.seconds))
+        return token
+
+    async def get(self, token: str) -> Identity | None:
+        value = await self.client.get(f"{self.prefix}{_digest(token)}")
+        if value is None:
+            return None
+        data = json.loads(value)
+        return Identity(data["username"], data["role"])
+
+    async def delete(self, token: str) -> None:
+        await self.client.delete(f"{self.prefix}{_digest(token)}")
+
+
+class DatabaseSessions:
+    def __init__(self, db: Database, seconds: float):
+        self.db = db
+        self.seconds = seconds
+
+    async def create(self, identity: Identity) -> str:
+        token = secrets.token_urlsafe(32)
+        now = utc_now()
+        # Expired sessions go as new ones come: the table stays as small as the live sessions.
+        await self.db.raw("DELETE FROM sessions WHERE expires_at < ?", (now,))
+        await self.db.raw(
+            "INSERT INTO sessions (token_hash, username, role, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+            (_digest(token), identity.username, identity.role, now, now + timedelta(seconds=self.seconds)),
+        )
+        return token
+
+    async def get(self, token: str) -> Identity | None:
+        rows = await self.db.raw(
+            "SELECT username, role FROM sessions WHERE token_hash = ? AND expires_at > ?", (_digest(token), utc_now())
+        )
+        return Identity(*rows[0]) if rows else None
+
+    async def delete(self, token: str) -> None:
+        await self.db.raw("DELETE FROM sessions WHERE token_hash = ?", (_digest(token),))

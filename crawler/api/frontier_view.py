@@ -1,0 +1,61 @@
+"""The shared crawls' frontiers in Redis, read with the crawl's own frontier helpers. Those are
+synchronous, so every call here runs in a worker thread (``asyncio.to_thread``), never on the
+event loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy.settings import BaseSettings
+
+from crawler.shared.connection import crawl_prefix, frontier_config, redis_client
+from crawler.shared.store import SharedFrontier
+
+
+class FrontierView:
+    def __init__(self, settings: BaseSettings):
+        self.settings = settings
+        self.client = redis_client(settings)
+        self.config = frontier_config(settings)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def crawls(self) -> list[str]:
+        prefix = crawl_prefix(self.settings, "")
+        keys = self.client.scan_iter(match=f"{prefix}*:domains", count=1000)
+        return sorted({key.decode()[len(prefix):].rsplit(":", 1)[0] for key in keys})
+
+    def frontier(self, crawl: str) -> SharedFrontier:
+        return SharedFrontier(self.client, crawl_prefix(self.settings, crawl), self.config)
+
+    def sizes(self) -> list[dict[str, Any]]:
+        rows = []
+        for crawl in self.crawls():
+            sizes = self.frontier(crawl).sizes()
+            rows.append({"crawl": crawl, "queued": sizes.queued, "delayed": sizes.delayed, "leased": sizes.leased, "reclaimed": sizes.reclaimed})
+        return rows
+
+    def expired_leases(self, now: float) -> int:
+        """Leases past their time, which the frontier hands out again on its next pop."""
+        return sum(self.client.zcount(self.frontier(crawl).key("leases"), "-inf", now) for crawl in self.crawls())
+
+    def urls(self, offset: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
+        """Queued URLs, crawl by crawl, domain by domain, priority first; and whether more follow."""
+        found: list[dict[str, Any]] = []
+        skip = offset
+        for crawl in self.crawls():
+            frontier = self.frontier(crawl)
+            for domain in sorted(d.decode() for d in self.client.smembers(frontier.key("domains"))):
+                for priority in self.client.zrange(frontier.key("qp", domain), 0, -1):
+                    queue = frontier.key("q", domain, priority.decode())
+                    length = self.client.llen(queue)
+                    if skip >= length:
+                        skip -= length
+                        continue
+                    for entry in self.client.lrange(queue, skip, skip + limit - len(found)):
+                        found.append({"crawl": crawl, "domain": domain, "priority": int(float(priority)), "url": entry.decode().split("\t", 1)[0]})
+                    skip = 0
+                    if len(found) > limit:
+                        return found[:limit], True
+        return found, False

@@ -1,0 +1,99 @@
+"""The crawl at a glance, gathered once for ``/api/stats`` and ``/metrics``: processes, totals,
+rates, alerts, frontier and domains."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from crawler.api import figures, queries
+from crawler.api.database import epoch, utc_now
+from crawler.api.services import Services
+
+MINUTE = 60.0
+WINDOW_MINUTES = figures.ERROR_RATE_MINUTES + 1
+
+
+@dataclass(slots=True)
+class Overview:
+    now: float
+    workers: list[dict[str, Any]]
+    totals: dict[str, float]
+    per_minute: list[figures.Point]
+    alerts: list[figures.Alert]
+    frontier: dict[str, Any]
+    domains: dict[str, int]
+    paused: bool
+
+    @property
+    def live_workers(self) -> list[dict[str, Any]]:
+        return [w for w in self.workers if w["live"]]
+
+    @property
+    def pages_per_second(self) -> float:
+        return self.per_minute[-1].pages_per_second if self.per_minute else 0.0
+
+    @property
+    def success_rate(self) -> float | None:
+        """2xx and 3xx among the responses of the last five minutes."""
+        recent = self.per_minute[-figures.ERROR_RATE_MINUTES:]
+        responses = sum(p.responses for p in recent)
+        return None if not responses else 1 - sum(p.errors for p in recent) / responses
+
+
+async def gather(found: Services) -> Overview:
+    moment = utc_now()
+    now = moment.timestamp()
+    workers, samples, domains, frontier, paused = await asyncio.gather(
+        queries.workers(found.db),
+        queries.samples(found.db, moment - timedelta(minutes=WINDOW_MINUTES)),
+        queries.domain_totals(found.db, moment),
+        frontier_summary(found),
+        found.db.scalar("SELECT paused FROM domain_controls WHERE domain = '*'"),
+    )
+    timeout = found.config.heartbeat_timeout
+    stale = []
+    for worker in workers:
+        heartbeat = epoch(worker["heartbeat_at"]) or 0.0
+        worker["heartbeat_age"] = round(now - heartbeat, 3)
+        worker["live"] = figures.is_live(worker["state"], heartbeat, now, timeout)
+        if worker["state"] in figures.LIVE_STATES and not worker["live"]:
+            stale.append(worker["worker_id"])
+    per_minute = figures.series(samples, now - (WINDOW_MINUTES - 1) * MINUTE, now, MINUTE)
+    # Every process ever recorded counts, finished ones with their final figures: the totals
+    # only grow, as Prometheus expects of a counter.
+    totals = figures.totals(w["stats"] for w in workers)
+    return Overview(now, workers, totals, per_minute, figures.alerts(per_minute, stale, timeout), frontier, domains, bool(paused))
+
+
+async def frontier_summary(found: Services) -> dict[str, Any]:
+    """Without Redis, what the database holds: URLs seeded through the API and not yet taken,
+    the crawl processes' own queue snapshots, and rows of URLs a job left unfetched."""
+    pending, oldest = (await found.db.raw("SELECT COUNT(*), MIN(added_at) FROM frontier_inbox WHERE taken_at IS NULL"))[0]
+    queued_snapshot = await found.db.scalar("SELECT COALESCE(SUM(queued), 0) FROM domain_state")
+    skipped = await found.db.scalar("SELECT COUNT(*) FROM pages WHERE status = 'skipped'")
+    oldest_at = epoch(oldest)
+    summary: dict[str, Any] = {
+        "source": "database",
+        "inbox_pending": int(pending),
+        "inbox_oldest_age": None if oldest_at is None else round(utc_now().timestamp() - oldest_at, 3),
+        "queued": int(queued_snapshot or 0),
+        "skipped_rows": int(skipped or 0),
+    }
+    if found.frontier is not None:
+        crawls = await asyncio.to_thread(found.frontier.sizes)
+        summary.update(source="redis", crawls=crawls, queued=sum(c["queued"] for c in crawls), delayed=sum(c["delayed"] for c in crawls),
+                       leased=sum(c["leased"] for c in crawls), reclaimed=sum(c["reclaimed"] for c in crawls))  # fmt: skip
+    summary["size"] = summary["queued"] + summary.get("delayed", 0) + summary["inbox_pending"]
+    return summary
+
+
+def point_json(point: figures.Point) -> dict[str, Any]:
+    return {
+        "at": point.at,
+        "pages_per_second": round(point.pages_per_second, 3),
+        "statuses": point.statuses,
+        "frontier": point.frontier,
+    }

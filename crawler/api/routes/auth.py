@@ -1,0 +1,55 @@
+"""Log in (a session cookie), log out, and who am I."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from crawler.api import params
+from crawler.api.auth import ANONYMOUS, COOKIE, authenticate
+from crawler.api.routing import Route
+from crawler.api.services import identity, services
+
+LOGIN_BODY = {
+    "type": "object",
+    "required": ["username", "password"],
+    "properties": {"username": {"type": "string", "minLength": 1, "maxLength": 64}, "password": {"type": "string", "minLength": 1, "maxLength": 1024}},
+}
+
+
+async def login(request: web.Request) -> web.Response:
+    found = services(request)
+    data = await params.body(request)
+    username, password = params.string_field(data, "username", 64), params.string_field(data, "password", 1024)
+    who = await authenticate(found.db, username, password)
+    if who is None:
+        return web.json_response({"error": "unknown user or wrong password"}, status=401)
+    token = await found.sessions.create(who)
+    response = web.json_response({"username": who.username, "role": who.role})
+    response.set_cookie(
+        COOKIE, token, max_age=int(found.config.session_seconds), httponly=True, samesite="Strict",
+        secure=found.config.cookie_secure, path="/",
+    )  # fmt: skip
+    return response
+
+
+async def logout(request: web.Request) -> web.Response:
+    token = request.cookies.get(COOKIE)
+    if token:
+        await services(request).sessions.delete(token)
+    response = web.json_response({"logged_out": True})
+    response.del_cookie(COOKIE, path="/")
+    return response
+
+
+async def me(request: web.Request) -> web.Response:
+    who = identity(request)
+    if who is ANONYMOUS:
+        return web.json_response({"error": "authentication required"}, status=401)
+    return web.json_response({"username": who.username, "role": who.role})
+
+
+ROUTES = (
+    Route("POST", "/api/auth/login", login, "anonymous", "Log in: sets the session cookie", body=LOGIN_BODY, statuses=(400, 401)),
+    Route("POST", "/api/auth/logout", logout, "anonymous", "Log out: ends the session"),
+    Route("GET", "/api/auth/me", me, "anonymous", "The logged-in user and role", statuses=(401,)),
+)

@@ -1,0 +1,84 @@
+"""Per-domain state (``/api/domains``), a domain's robots.txt, and its politeness audit."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from aiohttp import web
+
+from crawler.api import params, queries
+from crawler.api.database import epoch, utc_now
+from crawler.api.routing import DOMAIN, Param, Route
+from crawler.api.services import services
+
+
+async def domains(request: web.Request) -> web.Response:
+    sort = params.choice(request, "sort", "domain", list(queries.DOMAIN_SORTS))
+    order = params.choice(request, "order", "asc" if sort == "domain" else "desc", ("asc", "desc"))
+    limit = params.integer(request, "limit", 100, 1, 1000)
+    offset = params.integer(request, "offset", 0, 0, 10_000_000)
+    total, rows = await queries.domains(services(request).db, sort, order == "desc", limit, offset, params.text(request, "q", 255))
+    now = utc_now().timestamp()
+    for row in rows:
+        until = epoch(row["blocked_until"])
+        row["blocked_for"] = round(until - now, 3) if until and until > now else 0.0
+        row["paused"] = bool(row["paused"])
+    return web.json_response({"total": total, "domains": rows})
+
+
+async def robots(request: web.Request) -> web.Response:
+    domain = request.match_info["domain"]
+    db = services(request).db
+    rows = await db.rows(f"SELECT {', '.join(queries.ROBOTS_COLUMNS)} FROM domains WHERE domain = ?", queries.ROBOTS_COLUMNS, (domain,))
+    if not rows:
+        raise params.not_found(f"no robots.txt stored for {domain}")
+    decisions = await db.rows(
+        f"SELECT {', '.join(queries.DECISION_COLUMNS)} FROM robots_decisions WHERE domain = ? AND NOT allowed "
+        "ORDER BY decided_at DESC LIMIT 20",
+        queries.DECISION_COLUMNS, (domain,),
+    )  # fmt: skip
+    return web.json_response({**rows[0], "is_allowed": bool(rows[0]["is_allowed"]), "recent_denials": decisions})
+
+
+async def audit(request: web.Request) -> web.Response:
+    """What the crawler did to a domain over a window, from ``request_log`` and
+    ``robots_decisions``, summarised by the same function as ``scrapy audit``."""
+    # Imported here while the crawl side's package (crawler.control) is not on this branch;
+    # once both are merged it belongs with the imports above.
+    from crawler.control.audit import summarize
+
+    domain = request.match_info["domain"]
+    minutes = params.integer(request, "minutes", 60, 1, 7 * 24 * 60)
+    tolerance = params.integer(request, "tolerance_ms", 10, 0, 10_000) / 1000
+    since = utc_now() - timedelta(minutes=minutes)
+    db = services(request).db
+    rows = await db.rows(
+        f"SELECT {', '.join(queries.REQUEST_LOG_COLUMNS)} FROM request_log WHERE domain = ? AND started_at >= ? ORDER BY started_at",
+        queries.REQUEST_LOG_COLUMNS, (domain, since),
+    )  # fmt: skip
+    decisions = await db.rows(
+        "SELECT url, allowed, matched_rule FROM robots_decisions WHERE domain = ? AND decided_at >= ?",
+        ("url", "allowed", "matched_rule"), (domain, since),
+    )  # fmt: skip
+    return web.json_response({"domain": domain, "minutes": minutes, "summary": summarize(rows, tolerance, decisions)})
+
+
+ROUTES = (
+    Route(
+        "GET", "/api/domains", domains, "user", "Per domain: delays, block, circuit, in flight, queued, pages, errors, 429s (domains with "
+        "a crawl snapshot in the order asked, then those known only from stored robots.txt, by name)",
+        (Param("sort", {"type": "string", "enum": list(queries.DOMAIN_SORTS), "default": "domain"}),
+         Param("order", {"type": "string", "enum": ["asc", "desc"]}),
+         Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}),
+         Param("offset", {"type": "integer", "minimum": 0, "maximum": 10_000_000, "default": 0}),
+         Param("q", {"type": "string", "minLength": 1, "maxLength": 255}, "part of the domain name")),
+        statuses=(400,),
+    ),
+    Route("GET", "/api/domains/{domain}/robots", robots, "user", "The stored robots.txt and recent denials", (DOMAIN,), statuses=(404,)),
+    Route(
+        "GET", "/api/domains/{domain}/audit", audit, "user", "Politeness audit of a domain over a window",
+        (DOMAIN, Param("minutes", {"type": "integer", "minimum": 1, "maximum": 10080, "default": 60}),
+         Param("tolerance_ms", {"type": "integer", "minimum": 0, "maximum": 10000, "default": 10})),
+        statuses=(400,),
+    ),
+)  # fmt: skip

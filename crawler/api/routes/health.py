@@ -1,0 +1,32 @@
+"""``GET /health``: whether the database and Redis answer."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from crawler.api.routing import Route
+from crawler.api.services import services
+
+CHECK_TIMEOUT = 5.0
+
+
+async def _check(probe) -> str:
+    try:
+        await asyncio.wait_for(probe, CHECK_TIMEOUT)
+    except Exception as exc:  # any failure is the answer here, not an error of the API
+        return f"error: {exc.__class__.__name__}: {exc}"
+    return "ok"
+
+
+async def health(request: web.Request) -> web.Response:
+    found = services(request)
+    database = await _check(found.db.ping())
+    redis = "not configured" if found.redis is None else await _check(found.redis.ping())
+    healthy = database == "ok" and redis in ("ok", "not configured")
+    body = {"status": "ok" if healthy else "degraded", "database": database, "database_dialect": found.db.dialect, "redis": redis}
+    return web.json_response(body, status=200 if healthy else 503)
+
+
+ROUTES = (Route("GET", "/health", health, "anonymous", "Database and Redis status", statuses=(503,)),)

@@ -1,0 +1,28 @@
+"""``GET /metrics``: Prometheus text exposition of the whole crawl."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from crawler.api import queries
+from crawler.api.metrics import CrawlCollector, exposition
+from crawler.api.overview import gather
+from crawler.api.routing import Route
+from crawler.api.services import services
+
+
+async def metrics(request: web.Request) -> web.Response:
+    found = services(request)
+    view, busiest, delays = await asyncio.gather(
+        gather(found), queries.busiest_domains(found.db, found.config.metrics_top_domains), queries.learned_delays(found.db)
+    )
+    response = web.Response(body=exposition(CrawlCollector(view, busiest, delays)))
+    response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+    return response
+
+
+# Scrapers rarely log in: the same crawl-wide figures as /api/stats, no URL, bounded domains.
+ROUTES = (Route("GET", "/metrics", metrics, "anonymous", "Prometheus metrics of the whole crawl"),)

@@ -1,0 +1,80 @@
+"""Crawl-wide figures from worker samples (pure): rates by difference, sums over processes,
+status mix, frontier size, and seed 002's three alerts at their thresholds."""
+
+from __future__ import annotations
+
+import pytest
+
+from crawler.api.figures import Point, Sample, alerts, frontier_size, is_live, numeric, series, totals
+
+S200, S429, S503 = (f"downloader/response_status_count/{s}" for s in (200, 429, 503))
+
+
+def _beats(worker: str, start: float, beats: int, every: float = 5.0, pages: int = 10) -> list[Sample]:
+    return [Sample(worker, start + n * every, {"response_received_count": pages * n, S200: pages * n}) for n in range(beats + 1)]
+
+
+def test_rates_are_differences_summed_over_processes() -> None:
+    samples = _beats("a", 0.0, 24) + _beats("b", 0.0, 24, pages=20)
+    points = series(samples, 0.0, 120.0, 60.0)
+    assert [p.at for p in points] == [60.0, 120.0]
+    assert [p.pages for p in points] == [120 + 240, 120 + 240]
+    assert points[0].pages_per_second == pytest.approx(6.0)
+    assert points[0].statuses == {"200": 360}
+
+
+def test_a_process_that_starts_late_counts_from_its_first_sample() -> None:
+    samples = _beats("a", 0.0, 24) + [Sample("late", 70.0, {"response_received_count": 50}), Sample("late", 110.0, {"response_received_count": 90})]
+    first, second = series(samples, 0.0, 120.0, 60.0)
+    assert first.pages == 120 and second.pages == 120 + 40
+
+
+def test_intervals_without_samples_are_empty_and_bad_ranges_give_nothing() -> None:
+    assert series([], 0.0, 60.0, 10.0)[0] == Point(10.0, 10.0, 0.0, {}, None)
+    assert series(_beats("a", 0.0, 2), 10.0, 0.0, 5.0) == []
+    assert series(_beats("a", 0.0, 2), 0.0, 10.0, 0.0) == []
+
+
+def test_frontier_size_is_scheduled_minus_handed_out_in_either_scheduler() -> None:
+    assert frontier_size({"scheduler/enqueued": 30.0, "scheduler/dequeued": 12.0}) == 18.0
+    assert frontier_size({"scheduler/enqueued/redis": 5.0, "scheduler/dequeued/redis": 1.0}) == 4.0
+    assert frontier_size({}) == 0.0
+
+
+def test_numeric_keeps_numbers_only_and_totals_add_up() -> None:
+    assert numeric({"a": 1, "b": 2.5, "c": "x", "d": True, "e": None}) == {"a": 1.0, "b": 2.5}
+    assert totals([{"a": 1.0}, {"a": 2.0, "b": 1.0}]) == {"a": 3.0, "b": 1.0}
+
+
+@pytest.mark.parametrize(("state", "age", "live"), [("running", 0, True), ("paused", 120, True), ("running", 121, False), ("finished", 0, False), ("closing", 5, True)])
+def test_a_worker_is_live_while_running_and_heard_from(state: str, age: float, live: bool) -> None:
+    assert is_live(state, 1000.0 - age, 1000.0, 120.0) is live
+
+
+def _minutes(error_shares: list[float], frontier: list[float] | None = None) -> list[Point]:
+    points = []
+    for n, share in enumerate(error_shares):
+        errors = round(100 * share)
+        points.append(Point(60.0 * (n + 1), 60.0, 100.0, {"200": 100.0 - errors, "503": float(errors)}, frontier[n] if frontier else None))
+    return points
+
+
+def test_high_error_rate_needs_over_20_percent_in_each_of_five_minutes() -> None:
+    assert [a.name for a in alerts(_minutes([0.21] * 5), [], 120.0)] == ["high_error_rate"]
+    assert alerts(_minutes([0.20] * 5), [], 120.0) == []  # over 20%, not at it
+    assert alerts(_minutes([0.5] * 4), [], 120.0) == []  # four minutes are not five
+    assert alerts(_minutes([0.5, 0.5, 0.1, 0.5, 0.5]), [], 120.0) == []
+    assert alerts(_minutes([0.0, 0.5, 0.5, 0.5, 0.5, 0.5]), [], 120.0)[0].name == "high_error_rate"  # the last five count
+
+
+def test_frontier_backlog_fires_past_10_percent_growth_in_a_minute() -> None:
+    assert [a.name for a in alerts(_minutes([0.0, 0.0], [1000.0, 1101.0]), [], 120.0)] == ["frontier_backlog"]
+    assert alerts(_minutes([0.0, 0.0], [1000.0, 1100.0]), [], 120.0) == []
+    assert alerts(_minutes([0.0, 0.0], [0.0, 50.0]), [], 120.0) == []  # from empty: no ratio
+    assert alerts(_minutes([0.0], [10.0]), [], 120.0) == []
+
+
+def test_a_silent_worker_is_a_worker_crash() -> None:
+    found = alerts([], ["w-1", "w-2"], 120.0)
+    assert [a.name for a in found] == ["worker_crash", "worker_crash"]
+    assert "w-2" in found[1].message and "120 s" in found[1].message
