@@ -11,7 +11,8 @@ class PageItem:
     """The outcome for one URL accepted into the frontier.
 
     ``status`` says what happened: ``fetched``, ``noindex`` (kept without body and text),
-    ``sitemap`` (a sitemap document), ``redirect`` (redirected to a URL fetched under its own
+    ``unchanged`` (answered 304 Not Modified, or fetched with the same text: the stored content
+is kept), ``sitemap`` (a sitemap document), ``redirect`` (redirected to a URL fetched under its own
     row) or ``error`` (``error`` says why).
     """
 
@@ -48,6 +49,13 @@ class PageItem:
     sitemap_changefreq: str | None = None
     sitemap_priority: float | None = None
     job_id: str | None = None
+    next_crawl_at: datetime | None = None
+    """When the page is due again (``crawler.recrawl.schedule``); None: at the next crawl."""
+    recrawl_interval_seconds: float | None = None
+    visit_count: int = 0
+    """Visits that got an answer (fetched or unchanged), for the change-rate estimate."""
+    change_count: int = 0
+    """Of those, the visits that found the page changed."""
 
 
 @dataclass(slots=True)

@@ -64,6 +64,7 @@ CRAWLER_REJECT_CONTENT_TYPES: list[str] = []
 CRAWLER_ROBOTS_TTL = 3600.0
 CRAWLER_ROBOTS_RETRY_SECONDS = 60.0
 CRAWLER_ROBOTS_FAIL_OPEN = False
+CRAWLER_ROBOTS_RECORD_ALLOWED = False
 
 # --- Link following ----------------------------------------------------------------------------
 DEPTH_LIMIT = 10
@@ -107,6 +108,22 @@ CRAWLER_STORAGE_RETRY_MAX_DELAY = 30.0
 CRAWLER_STORAGE_SHUTDOWN_TIMEOUT = 300.0
 CRAWLER_UNSAVED_ROWS_DIR = "."
 
+# --- Re-crawls and retention ------------------------------------------------------------------
+# Known pages are requested again only when due (an adaptive interval per page, in seconds),
+# with If-None-Match / If-Modified-Since; `scrapy prune` applies the CRAWLER_RETAIN_* settings.
+CRAWLER_RECRAWL_MIN_INTERVAL = 3600.0
+CRAWLER_RECRAWL_MAX_INTERVAL = 30 * 86400.0
+CRAWLER_RECRAWL_INITIAL_INTERVAL = 86400.0
+CRAWLER_RECRAWL_CONDITIONAL = True
+CRAWLER_RETAIN_ROBOTS_DECISIONS_DAYS = 30.0
+CRAWLER_RETAIN_ALLOWED_ROBOTS_DECISIONS = False
+CRAWLER_RETAIN_JOBS_DAYS = 90.0
+CRAWLER_RETAIN_GONE_VISITS = 3
+CRAWLER_RETAIN_BODIES_DAYS = 0.0
+CRAWLER_RETAIN_REQUEST_LOG_DAYS = 14.0
+CRAWLER_RETAIN_STATS_SAMPLES_DAYS = 14.0
+CRAWLER_PRUNE_BATCH_SIZE = 10_000
+
 ITEM_PIPELINES = {
     "crawler.pipelines.storage.StoragePipeline": 800,
 }
@@ -127,6 +144,7 @@ CRAWLER_REDIS_META_KEYS = [
     "sitemap_depth", "download_maxsize", "dont_filter_content_type", "dont_obey_robotstxt", "not_before",
     "retry_times", "redirect_urls", "redirect_reasons", "redirect_times", "redirect_ttl",
     "handle_httpstatus_all", "handle_httpstatus_list", "dont_retry", "dont_redirect",
+    "recrawl",
 ]  # fmt: skip
 CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
 
