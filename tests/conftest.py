@@ -39,6 +39,8 @@ WEB_SITES = {
     "refusing": "paced:refuse=0.3-100000,pages=10",  # robots.txt answered, then only 429s
     "shared": "paced:crawl_delay=0.05,pages=150",
     "killable": "paced:pages=300,latency_ms=250",
+    "budgeted": "paced:pages=100",
+    "validated": "paced:pages=30,validators=1",
 }
 
 
