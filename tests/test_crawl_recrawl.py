@@ -96,3 +96,5 @@ def test_pages_not_due_are_not_requested_and_their_stored_links_are_followed(web
     for url in known:
         links = json.loads(rows[url]["links"])
         assert links and rows[url]["text"]
+    # by default only refusals are written (/private/page, linked from the home page)
+    assert {bool(allowed) for allowed, in database.query("SELECT allowed FROM robots_decisions")} == {False}

@@ -78,6 +78,10 @@ class StorageBackend(ABC):
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement with ``?`` placeholders, commit, and return its rows."""
 
+    @abstractmethod
+    async def vacuum(self, tables: Sequence[str]) -> None:
+        """Give the space of deleted rows back and refresh the planner's statistics."""
+
     async def start_job(self, job: JobRecord) -> None:
         await self.execute(
             "INSERT INTO crawl_jobs (id, spider, seeds, started_at, status) VALUES (?, ?, ?, ?, ?)",

@@ -75,6 +75,16 @@ class PostgresBackend(StorageBackend):
             cursor = await connection.execute(sql.replace("?", "%s"), tuple(params))
             return await cursor.fetchall() if cursor.description else []
 
+    async def vacuum(self, tables: Sequence[str]) -> None:
+        if not tables:
+            return
+        async with self._connection() as connection:
+            await connection.set_autocommit(True)  # VACUUM cannot run in a transaction
+            try:
+                await connection.execute(f"VACUUM (ANALYZE) {', '.join(tables)}")
+            finally:
+                await connection.set_autocommit(False)
+
 
 class _Guarded:
     """A pooled connection whose connection failures surface as StorageUnavailable."""

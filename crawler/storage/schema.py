@@ -257,7 +257,7 @@ def insert_sql(
 
 def write_statements(placeholder: str) -> dict[str, str]:
     """The statement that writes each kind of row of a ``Batch``, in writing order."""
-    pages = (*PAGE_COLUMNS, "discovered_at")
+    pages = (*PAGE_COLUMNS, "discovered_at", "error_count")
     return {
         # The first discovery time is kept; error_count counts consecutive failed fetches; a
         # failed or unchanged visit keeps the last good content.

@@ -53,6 +53,8 @@ class SqliteBackend(StorageBackend):
         def connect() -> None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            # Only a new, empty file takes it: lets `scrapy prune` give space back bit by bit.
+            connection.execute("PRAGMA auto_vacuum=INCREMENTAL")
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
             self._connection = connection
@@ -102,3 +104,15 @@ class SqliteBackend(StorageBackend):
             return connection.execute(sql, _sqlite_row(params)).fetchall()
 
         return await self._run(execute)
+
+    async def vacuum(self, tables: Sequence[str]) -> None:
+        def vacuum(connection: sqlite3.Connection) -> None:
+            if connection.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+                # A file created before incremental vacuum: one full VACUUM switches it over.
+                connection.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                connection.execute("VACUUM")
+            connection.execute("PRAGMA incremental_vacuum").fetchall()
+            for table in tables:
+                connection.execute(f"ANALYZE {table}")
+
+        await self._run(vacuum)
