@@ -51,16 +51,8 @@ async def _fill(database: Database) -> None:
 
 
 def test_prune_leaves_what_the_settings_keep(database: Database) -> None:
-    async def scenario() -> dict[str, int]:
-        await _fill(database)
-        backend = open_backend(database.url)
-        await backend.open()
-        try:
-            return await prune(backend, POLICY, NOW)
-        finally:
-            await backend.close()
-
-    removed = asyncio.run(scenario())
+    asyncio.run(_fill(database))
+    removed = asyncio.run(_prune(database))
     kept = database.query("SELECT url, allowed, decided_at FROM robots_decisions")
     expected = {f"http://e.example/{n}" for n in range(100) if n % 3 and n % 50 <= 30}  # 30 days old: still kept
     assert {url for url, _, _ in kept} == expected
@@ -75,11 +67,11 @@ def test_prune_leaves_what_the_settings_keep(database: Database) -> None:
     assert removed["finished jobs"] == 1
     assert "request log" not in removed  # no such table here
 
-    second = asyncio.run(_prune_again(database))
+    second = asyncio.run(_prune(database))
     assert set(second.values()) == {0}
 
 
-async def _prune_again(database: Database) -> dict[str, int]:
+async def _prune(database: Database) -> dict[str, int]:
     backend = open_backend(database.url)
     await backend.open()
     try:

@@ -79,6 +79,10 @@ class StorageBackend(ABC):
         """Run one statement with ``?`` placeholders, commit, and return its rows."""
 
     @abstractmethod
+    async def execute_count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement with ``?`` placeholders, commit, and return how many rows it changed."""
+
+    @abstractmethod
     async def vacuum(self, tables: Sequence[str]) -> None:
         """Give the space of deleted rows back and refresh the planner's statistics."""
 

@@ -75,6 +75,11 @@ class PostgresBackend(StorageBackend):
             cursor = await connection.execute(sql.replace("?", "%s"), tuple(params))
             return await cursor.fetchall() if cursor.description else []
 
+    async def execute_count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        async with self._connection() as connection:
+            cursor = await connection.execute(sql.replace("?", "%s"), tuple(params))
+            return cursor.rowcount
+
     async def vacuum(self, tables: Sequence[str]) -> None:
         if not tables:
             return

@@ -114,22 +114,19 @@ async def _by_id_ranges(backend: StorageBackend, step: Step, batch_size: int) ->
         return 0
     total = 0
     for start in range(low, high + 1, batch_size):
-        rows = await backend.execute(
-            f"{step.statement} AND id >= ? AND id < ? RETURNING id", (*step.params, start, start + batch_size)
-        )
-        total += len(rows)
+        total += await backend.execute_count(f"{step.statement} AND id >= ? AND id < ?", (*step.params, start, start + batch_size))
     return total
 
 
 async def _finished_jobs(backend: StorageBackend, cutoff: datetime, batch_size: int) -> int:
     total = 0
     while True:
-        rows = await backend.execute(
-            "DELETE FROM crawl_jobs WHERE id IN (SELECT id FROM crawl_jobs WHERE finished_at < ? AND status <> 'running' LIMIT ?) RETURNING id",
+        count = await backend.execute_count(
+            "DELETE FROM crawl_jobs WHERE id IN (SELECT id FROM crawl_jobs WHERE finished_at < ? AND status <> 'running' LIMIT ?)",
             (cutoff, batch_size),
         )
-        total += len(rows)
-        if len(rows) < batch_size:
+        total += count
+        if count < batch_size:
             return total
 
 

@@ -105,6 +105,12 @@ class SqliteBackend(StorageBackend):
 
         return await self._run(execute)
 
+    async def execute_count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        def execute(connection: sqlite3.Connection) -> int:
+            return connection.execute(sql, _sqlite_row(params)).rowcount
+
+        return await self._run(execute)
+
     async def vacuum(self, tables: Sequence[str]) -> None:
         def vacuum(connection: sqlite3.Connection) -> None:
             if connection.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
