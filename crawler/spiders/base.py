@@ -28,6 +28,7 @@ from crawler.recrawl.schedule import RevisitPolicy, RevisitSchedule
 from crawler.recrawl.stored import StoredPage, StoredPages, history_of
 from crawler.shared.connection import crawl_id, shared_services
 from crawler.shared.scope import SharedScope
+from crawler.storage import StorageUnavailable
 from crawler.storage.shared import shared_storage
 
 # Spider arguments that are settings: ``-a max_pages=50`` is ``-s CRAWLER_MAX_PAGES=50``.
@@ -195,19 +196,34 @@ class BaseCrawlSpider(Spider):
 
     async def _stored_pages(self, batch: dict[str, Candidate]) -> dict[str, StoredPage]:
         storage = shared_storage(self.crawler)
-        return await StoredPages(storage.backend).load(batch) if storage is not None and batch else {}
+        if storage is None or not batch:
+            return {}
+        try:
+            return await StoredPages(storage.backend).load(batch)
+        except StorageUnavailable as exc:
+            # Better fetched in full than not at all: the crawl goes on as a first crawl would.
+            self._lookup_failed(exc)
+            return {}
 
     async def _stored_link_candidates(self, pages: list[Candidate]) -> list[Candidate]:
         storage = shared_storage(self.crawler)
         if storage is None:
             return []
-        stored = await StoredPages(storage.backend).links(page.url for page in pages)
+        try:
+            stored = await StoredPages(storage.backend).links(page.url for page in pages)
+        except StorageUnavailable as exc:
+            self._lookup_failed(exc)
+            return []
         candidates = []
         for page in pages:
             links = stored.get(page.url, [])
             self.crawler.stats.inc_value("recrawl/stored_links", len(links))
             candidates.extend(self.link_candidates(page.url, page.depth, links))
         return candidates
+
+    def _lookup_failed(self, exc: StorageUnavailable) -> None:
+        self.crawler.stats.inc_value("recrawl/lookup_failed")
+        self.logger.warning("Could not read what is stored of the pages to schedule (%s): scheduling them as new", exc)
 
     def link_candidates(self, url: str, depth: int, links: Iterable[str]) -> list[Candidate]:
         """Candidates for the links of the page at ``url``: within the depth limit and the
