@@ -29,7 +29,7 @@ def _stat(stderr: str, name: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def test_budgeted_runs_move_on_through_the_site(web: TestWeb, tmp_path: Path) -> None:
+def test_budgeted_runs_move_on_through_the_site(web: TestWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     database = _sqlite(tmp_path)  # storage is not the subject here
     reached: set[str] = set()
     for run in range(5):
@@ -40,6 +40,8 @@ def test_budgeted_runs_move_on_through_the_site(web: TestWeb, tmp_path: Path) ->
         assert not reached.intersection(downloads), run  # nothing is fetched twice: not due yet
         assert _stat(result.stderr, "recrawl/not_due") == len(reached)
         reached.update(downloads)
+        with capsys.disabled():
+            print(f"\nbudgeted run {run + 1}: {len(downloads)} pages downloaded, {len(reached)} distinct so far")
     assert len(reached) >= 95, len(reached)
     rows = database.pages()
     fetched = {url for url, row in rows.items() if row["status"] == "fetched"}

@@ -17,7 +17,7 @@ from tests.nginx import Nginx, Served
 
 PAGES = 500
 EDITED = [7 + 50 * k for k in range(10)]
-RECRAWL = {"CRAWLER_RECRAWL_MIN_INTERVAL": "0", "DEPTH_LIMIT": "20"}
+RECRAWL = {"CRAWLER_RECRAWL_MIN_INTERVAL": "0", "DEPTH_LIMIT": "20", "CONCURRENT_REQUESTS_PER_DOMAIN": "16"}
 
 
 def _page(n: int, edited: bool = False) -> str:

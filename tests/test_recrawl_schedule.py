@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler.recrawl.schedule import (
@@ -144,6 +144,7 @@ intervals = st.floats(min_value=0.0, max_value=400 * DAY, allow_nan=False)
 counts = st.integers(min_value=0, max_value=1_000)
 
 
+@settings(deadline=None)  # pure arithmetic: a deadline would only measure the machine's load
 @given(intervals, counts, counts, st.booleans(), st.floats(min_value=0, max_value=10 * DAY), st.floats(min_value=10 * DAY, max_value=400 * DAY))
 def test_every_schedule_stays_within_bounds_and_counts_visits(
     interval: float, revisits_before: int, changes: int, changed: bool, low: float, high: float
@@ -156,6 +157,7 @@ def test_every_schedule_stays_within_bounds_and_counts_visits(
     assert (after.revisits, after.changes) == (revisits_before + 1, changes + int(changed))
 
 
+@settings(deadline=None)
 @given(intervals)
 def test_unchanged_never_shortens_and_changed_never_lengthens_before_the_estimate(interval: float) -> None:
     revisits, _ = schedule()

@@ -25,7 +25,7 @@ from crawler.identity import InvalidURL, UrlNormalizer
 from crawler.items import PageItem
 from crawler.outcomes import OutcomeRecorder
 from crawler.recrawl.schedule import RevisitPolicy, RevisitSchedule
-from crawler.recrawl.stored import StoredPage, StoredPages, history_of
+from crawler.recrawl.stored import QUERY_SIZE, StoredPage, StoredPages, history_of
 from crawler.shared.connection import crawl_id, shared_services
 from crawler.shared.scope import SharedScope
 from crawler.storage import StorageUnavailable
@@ -161,8 +161,8 @@ class BaseCrawlSpider(Spider):
             if not pending:
                 pending.extend(self.over_budget.values())
                 self.over_budget.clear()
-            batch = {}
-            while pending and len(batch) < 500:
+            batch: dict[str, Candidate] = {}
+            while pending and len(batch) < QUERY_SIZE:
                 candidate = pending.popleft()
                 if candidate.url not in self.seen:
                     batch.setdefault(candidate.url, candidate)
