@@ -11,8 +11,9 @@ class PageItem:
     """The outcome for one URL accepted into the frontier.
 
     ``status`` says what happened: ``fetched``, ``noindex`` (kept without body and text),
-    ``sitemap`` (a sitemap document), ``redirect`` (redirected to a URL fetched under its own
-    row), ``blocked_by_policy`` (refused by the address guard or the redirect checks) or
+    ``unchanged`` (answered 304 Not Modified, or fetched with the same text: the stored content
+    is kept), ``sitemap`` (a sitemap document), ``redirect`` (redirected to a URL fetched under its
+    own row), ``blocked_by_policy`` (refused by the address guard or the redirect checks) or
     ``error`` (``error`` says why).
     """
 
@@ -52,6 +53,13 @@ class PageItem:
     site_failure: bool = False
     """Not stored: the site failed to answer (transport error, timeout, 5xx), which the job
     failure threshold counts; a 404 or a refusal by the crawl's own rules is not."""
+    next_crawl_at: datetime | None = None
+    """When the page is due again (``crawler.recrawl.schedule``); None: at the next crawl."""
+    recrawl_interval_seconds: float | None = None
+    visit_count: int = 0
+    """Visits that got an answer (fetched or unchanged), for the change-rate estimate."""
+    change_count: int = 0
+    """Of those, the visits that found the page changed."""
 
 
 @dataclass(slots=True)

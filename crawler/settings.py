@@ -101,6 +101,7 @@ REMOTE_CONTROL_ENABLED = False
 # Per-domain pacing: {"pattern": {"concurrency": N, "min_delay": S}}; patterns are a host,
 # host:port, *.example.com or *. Operators change them at run time (domain_controls).
 CRAWLER_DOMAIN_OVERRIDES: dict[str, dict[str, float]] = {}
+CRAWLER_ROBOTS_RECORD_ALLOWED = False
 
 # --- Link following ----------------------------------------------------------------------------
 DEPTH_LIMIT = 10
@@ -152,6 +153,22 @@ CRAWLER_STORAGE_CONNECT_TIMEOUT = 30.0
 # this long is taken over; 0 turns the lock off.
 CRAWLER_RUN_LOCK_SECONDS = 60.0
 
+# --- Re-crawls and retention ------------------------------------------------------------------
+# Known pages are requested again only when due (an adaptive interval per page, in seconds),
+# with If-None-Match / If-Modified-Since; `scrapy prune` applies the CRAWLER_RETAIN_* settings.
+CRAWLER_RECRAWL_MIN_INTERVAL = 3600.0
+CRAWLER_RECRAWL_MAX_INTERVAL = 30 * 86400.0
+CRAWLER_RECRAWL_INITIAL_INTERVAL = 86400.0
+CRAWLER_RECRAWL_CONDITIONAL = True
+CRAWLER_RETAIN_ROBOTS_DECISIONS_DAYS = 30.0
+CRAWLER_RETAIN_ALLOWED_ROBOTS_DECISIONS = False
+CRAWLER_RETAIN_JOBS_DAYS = 90.0
+CRAWLER_RETAIN_GONE_VISITS = 3
+CRAWLER_RETAIN_BODIES_DAYS = 0.0
+CRAWLER_RETAIN_REQUEST_LOG_DAYS = 14.0
+CRAWLER_RETAIN_STATS_SAMPLES_DAYS = 14.0
+CRAWLER_PRUNE_BATCH_SIZE = 50_000
+
 ITEM_PIPELINES = {
     "crawler.pipelines.storage.StoragePipeline": 800,
 }
@@ -172,6 +189,7 @@ CRAWLER_REDIS_META_KEYS = [
     "sitemap_depth", "download_maxsize", "dont_filter_content_type", "dont_obey_robotstxt", "not_before",
     "retry_times", "redirect_urls", "redirect_reasons", "redirect_times", "redirect_ttl",
     "handle_httpstatus_all", "handle_httpstatus_list", "dont_retry", "dont_redirect",
+    "recrawl",
 ]  # fmt: skip
 CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
 

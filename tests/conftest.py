@@ -44,6 +44,8 @@ WEB_SITES = {
     "overridden": "paced:pages=40,latency_ms=300",
     "steered": "paced:pages=300,latency_ms=50",
     "inbox": "paced:pages=3",
+    "budgeted": "paced:pages=100",
+    "validated": "paced:pages=30,validators=1",
 }
 
 

@@ -62,7 +62,7 @@ def test_learned_delay_is_loaded_by_the_next_run(web: TestWeb, database: Databas
 
 def test_robots_decisions_are_recorded_with_the_matched_rule(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
     web.clear()
-    crawl("links", database, url=web.url("fast"), settings=frontier)
+    crawl("links", database, url=web.url("fast"), settings={**frontier, "CRAWLER_ROBOTS_RECORD_ALLOWED": "True"})
     rows = database.pages()
     blocked = rows[web.url("fast", "/private/page")]
     assert blocked["status"] == "blocked_by_robots" and blocked["error"] == "Forbidden by robots.txt: Disallow: /private"

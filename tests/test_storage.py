@@ -31,14 +31,14 @@ def test_schema_is_created_once_and_versioned(database: Database) -> None:
 
     asyncio.run(scenario())
     versions = database.query("SELECT version FROM schema_version ORDER BY version")
-    assert versions == [(version,) for version in range(1, len(MIGRATIONS) + 1)]
+    assert versions == [(version,) for version in range(1, len(MIGRATIONS) + 1)]  # each applied once
     tables = {"pages", "domains", "robots_decisions", "sitemap_entries", "crawl_jobs"}
     tables |= {"workers", "stats_samples", "domain_state", "request_log", "domain_controls", "frontier_inbox"}
     for table in tables:
         assert database.query(f"SELECT COUNT(*) FROM {table}") == [(0,)]
 
 
-def test_upsert_keeps_first_discovery_and_counts_consecutive_errors(database: Database) -> None:
+def test_upsert_keeps_first_discovery_counts_consecutive_errors_and_keeps_the_last_good_copy(database: Database) -> None:
     async def scenario() -> None:
         backend = open_backend(database.url)
         await backend.open()
@@ -53,7 +53,7 @@ def test_upsert_keeps_first_discovery_and_counts_consecutive_errors(database: Da
     rows = database.query("SELECT status, error, error_count, title, discovered_at FROM pages")
     assert len(rows) == 1
     status, error, error_count, title, discovered_at = rows[0]
-    assert (status, error, error_count, title) == ("error", "HTTP 500", 2, None)
+    assert (status, error, error_count, title) == ("error", "HTTP 500", 2, "One")
     discovered = discovered_at if isinstance(discovered_at, datetime) else datetime.fromisoformat(discovered_at)
     assert discovered == first.crawled_at
 
@@ -97,3 +97,65 @@ def test_jobs(database: Database) -> None:
 def test_unknown_database_url_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="DATABASE_URL"):
         open_backend("mysql://localhost/x")
+
+
+_GOOD = dict(
+    title="Good", description="d", text="the text", body=b"<html>", content_hash="h1", links='["http://e.example/b"]',
+    links_count=1, content_type="text/html", content_length=6, etag='"v1"', last_modified="Mon, 01 Jan 2024 00:00:00 GMT",
+    final_url="http://e.example/a", depth=2, referrer="http://e.example/", recrawl_interval_seconds=7200.0,
+    visit_count=3, change_count=1, next_crawl_at=datetime(2030, 1, 1, tzinfo=UTC),
+)  # fmt: skip
+_CONTENT = ("title", "description", "text", "body", "content_hash", "links", "links_count", "content_type",
+            "content_length", "etag", "last_modified", "final_url")  # fmt: skip
+_SCHEDULE = ("recrawl_interval_seconds", "visit_count", "change_count", "next_crawl_at")
+
+
+def _write_pages(database: Database, *items: PageItem) -> None:
+    async def scenario() -> None:
+        backend = open_backend(database.url)
+        await backend.open()
+        for item in items:
+            await backend.write(Batch(pages=[page_row(item)]))
+        await backend.close()
+
+    asyncio.run(scenario())
+
+
+def _row(database: Database, columns: tuple[str, ...]) -> dict[str, object]:
+    (row,) = database.query(f"SELECT {', '.join(columns)} FROM pages")
+    return {c: bytes(v) if isinstance(v, memoryview) else v for c, v in zip(columns, row)}
+
+
+def test_a_failed_visit_changes_only_the_visit_columns(database: Database) -> None:
+    url = "http://e.example/a"
+    _write_pages(database, _page(url, **_GOOD))
+    before = _row(database, (*_CONTENT, *_SCHEDULE, "depth", "referrer"))
+    failed = _page(url, "error", error="TimeoutError: took longer than 30.0 seconds", http_status=503, job_id="later")
+    _write_pages(database, failed)
+    after = _row(database, (*_CONTENT, *_SCHEDULE, "depth", "referrer", "status", "error", "http_status", "error_count",
+                            "crawled_at", "job_id"))  # fmt: skip
+    assert {c: after[c] for c in before} == before
+    assert (after["status"], after["error"], after["http_status"], after["error_count"], after["job_id"]) == (
+        "error", failed.error, 503, 1, "later")  # fmt: skip
+    assert after["crawled_at"] in (failed.crawled_at, failed.crawled_at.isoformat())
+
+
+def test_an_unchanged_visit_keeps_the_content_and_records_the_visit_and_schedule(database: Database) -> None:
+    url = "http://e.example/a"
+    _write_pages(database, _page(url, **_GOOD))
+    content = _row(database, _CONTENT)
+    visit = _page(url, "unchanged", http_status=304, recrawl_interval_seconds=10080.0, visit_count=4, change_count=1,
+                  next_crawl_at=datetime(2031, 1, 1, tzinfo=UTC))  # fmt: skip
+    _write_pages(database, _page(url, "error", error="HTTP 500"), visit)
+    after = _row(database, (*_CONTENT, *_SCHEDULE, "status", "http_status", "error", "error_count"))
+    assert {c: after[c] for c in _CONTENT} == content
+    assert (after["status"], after["http_status"], after["error"], after["error_count"]) == ("unchanged", 304, None, 0)
+    assert (after["recrawl_interval_seconds"], after["visit_count"], after["change_count"]) == (10080.0, 4, 1)
+    assert str(after["next_crawl_at"]).startswith("2031-01-01")
+
+
+def test_a_changed_page_replaces_the_stored_copy(database: Database) -> None:
+    url = "http://e.example/a"
+    _write_pages(database, _page(url, **_GOOD), _page(url, title="New", text="new text", content_hash="h2", etag='"v2"'))
+    assert _row(database, ("title", "text", "content_hash", "etag", "links")) == {
+        "title": "New", "text": "new text", "content_hash": "h2", "etag": '"v2"', "links": None}  # fmt: skip

@@ -7,8 +7,9 @@ the domain's pages only once the rules are known, so no page waits in the downlo
 ``CRAWLER_ROBOTS_RETRY_SECONDS`` (``CRAWLER_ROBOTS_FAIL_OPEN`` allows instead); redirects are
 followed, at most 5 (http to https, apex to www); only the first 500 KiB of the file are read
 (the download stops there, whatever the file's size); rules cached for ``CRAWLER_ROBOTS_TTL``
-(at most 24 h); every decision is recorded with the rule that made it. A spider's own request
-for a robots.txt already fetched is served from the cache.
+(at most 24 h); every refusal is recorded with the rule that made it (allowed decisions too with
+``CRAWLER_ROBOTS_RECORD_ALLOWED``). A spider's own request for a robots.txt already fetched is
+served from the cache.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from crawler.robots.status import RobotsUnreachable, no_answer, rules_for_status
 from crawler.shared.connection import shared_services
 from crawler.shared.robots import SharedRobots, SharedRobotsFile
 from crawler.storage.shared import shared_storage
+from crawler.storage.values import unix_time
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +56,7 @@ class RobotsMiddleware:
         self.limiter = limiter
         self.user_agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
         self.fail_open = settings.getbool("CRAWLER_ROBOTS_FAIL_OPEN")
+        self.record_allowed = settings.getbool("CRAWLER_ROBOTS_RECORD_ALLOWED")
         self.cache = RobotsCache(
             # At least a second: rules must outlive the fetch that brought them.
             ttl=min(max(settings.getfloat("CRAWLER_ROBOTS_TTL"), MIN_TTL), MAX_TTL),
@@ -88,8 +91,8 @@ class RobotsMiddleware:
         for domain, text, status, fetched_at, expires_at in rows:
             body = (text or "").encode("utf-8")
             rules = self._rules(status, body)
-            entry = self.cache.put(domain, rules, status, body, _timestamp(fetched_at))
-            entry.expires_at = min(_timestamp(expires_at), entry.expires_at)
+            entry = self.cache.put(domain, rules, status, body, unix_time(fetched_at))
+            entry.expires_at = min(unix_time(expires_at), entry.expires_at)
             self.limiter.set_robots_delay(domain, rules.crawl_delay)
         if rows:
             logger.info("Reusing the stored robots.txt of %d domains", len(rows))
@@ -211,18 +214,14 @@ class RobotsMiddleware:
     def _record(self, request: Request, domain: str, entry: RobotsEntry, allowed: bool, rule: str | None) -> None:
         self.stats.inc_value("robotstxt/allowed" if allowed else "robotstxt/forbidden")
         storage = shared_storage(self.crawler)
-        if storage is None:
+        # A row per allowed request is most of the table and says little: off by default.
+        if storage is None or (allowed and not self.record_allowed):
             return
         spider = self.crawler.spider
         storage.outbox.robots_decisions.append((
             request.url, domain, self.user_agent, allowed, rule, entry.rules.crawl_delay,
             entry.rules.reason or None, datetime.now(UTC), getattr(spider, "job_id", None),
         ))  # fmt: skip
-
-
-def _timestamp(value: datetime | str) -> float:
-    # PostgreSQL gives datetimes, SQLite the ISO text they were stored as.
-    return (value if isinstance(value, datetime) else datetime.fromisoformat(value)).timestamp()
 
 
 _registry: WeakKeyDictionary[Crawler, RobotsMiddleware] = WeakKeyDictionary()

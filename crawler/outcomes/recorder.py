@@ -92,6 +92,14 @@ class OutcomeRecorder:
             item.body_truncated = len(response.body) > self.body_maxsize
         return item, page
 
+    def unchanged(self, response: Response) -> PageItem:
+        """The row of a 304 Not Modified: the visit only, the stored copy stays as it is."""
+        item = self.base(response.request, "unchanged")
+        item.http_status = response.status
+        latency: Any = response.meta.get("download_latency")
+        item.crawl_duration_ms = round(latency * 1000) if latency is not None else None
+        return item
+
     def failed(self, failure: Failure, request: Request) -> PageItem:
         item = self.base(request, "error")
         error = failure.value

@@ -10,8 +10,9 @@ from crawler.storage.schema import PAGE_COLUMNS, SITEMAP_ENTRY_COLUMNS
 
 
 def page_row(item: PageItem) -> tuple[Any, ...]:
-    # discovered_at is the crawl time of the first row; the upsert keeps the first value.
-    return (*(_storable(getattr(item, column)) for column in PAGE_COLUMNS), item.crawled_at)
+    # discovered_at is the crawl time of the first row; the upsert keeps the first value. The
+    # error count of a first row (a later one counts in the upsert): one failed fetch, or none.
+    return (*(_storable(getattr(item, column)) for column in PAGE_COLUMNS), item.crawled_at, int(item.status == "error"))
 
 
 def _storable(value: Any) -> Any:

@@ -55,7 +55,7 @@ class StoragePipeline:
         self.storage = register(crawler, self.backend)
         self.outbox = self.storage.outbox
         self.pending = Batch()
-        self.counters = {"pages_fetched": 0, "pages_failed": 0, "rows_written": 0}
+        self.counters = {"pages_fetched": 0, "pages_failed": 0, "pages_unchanged": 0, "rows_written": 0}
         self._flush_lock = asyncio.Lock()
         self._flusher: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
@@ -146,10 +146,11 @@ class StoragePipeline:
         finally:
             await self.backend.close()
         logger.info(
-            "Crawl %s %s: %d pages fetched, %d errors, %d rows written in %.1f s; rows are in %s",
+            "Crawl %s %s: %d pages fetched, %d unchanged, %d errors, %d rows written in %.1f s; rows are in %s",
             spider.job_id,
             reason,
             self.counters["pages_fetched"],
+            self.counters["pages_unchanged"],
             self.counters["pages_failed"],
             self.counters["rows_written"],
             time.monotonic() - self._started,
@@ -248,6 +249,8 @@ class StoragePipeline:
             self.counters["pages_fetched"] += 1
         elif item.status in _FAILED_STATUSES:
             self.counters["pages_failed"] += 1
+        elif item.status == "unchanged":
+            self.counters["pages_unchanged"] += 1
         self.stats.inc_value(f"pages/status/{item.status}")
 
     def _spill(self, exc: Exception) -> None:

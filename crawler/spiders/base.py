@@ -1,10 +1,15 @@
 """What both spiders share: seeds and job identity from arguments, the crawl budget, URL
-identity and scope, and a row for every outcome."""
+identity and scope, re-crawls (only pages that are due, conditionally), and a row for every
+outcome."""
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Self
 
 from scrapy import Request, Spider
@@ -20,8 +25,12 @@ from crawler.identity import InvalidURL, UrlNormalizer
 from crawler.items import PageItem
 from crawler.middlewares.address_guard import AddressGuardMiddleware
 from crawler.outcomes import OutcomeRecorder
+from crawler.recrawl.schedule import RevisitPolicy, RevisitSchedule
+from crawler.recrawl.stored import QUERY_SIZE, StoredPage, StoredPages, history_of
 from crawler.shared.connection import crawl_id, shared_services
 from crawler.shared.scope import SharedScope
+from crawler.storage import StorageUnavailable
+from crawler.storage.shared import shared_storage
 
 # Spider arguments that are settings: ``-a max_pages=50`` is ``-s CRAWLER_MAX_PAGES=50``.
 ARGUMENT_SETTINGS = {
@@ -32,11 +41,27 @@ ARGUMENT_SETTINGS = {
 }
 
 
+_REVISITED_STATUSES = frozenset({"fetched", "noindex", "unchanged"})
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A URL the crawl would request if it is due and the budget allows."""
+
+    url: str
+    depth: int
+    via: str
+    referrer: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
 class BaseCrawlSpider(Spider):
     seeds: list[str]
     job_id: str
     default_callbacks = ("parse_page", "page_failed")
     """The callback and errback of most requests, which the shared frontier does not store."""
+    follows_links = False
+    """Whether the links of a page are followed, and so those stored for pages not fetched again."""
 
     def __init__(
         self,
@@ -73,11 +98,24 @@ class BaseCrawlSpider(Spider):
         self.normalize = UrlNormalizer(settings.getlist("CRAWLER_TRACKING_PARAMS"))
         self.recorder = OutcomeRecorder(settings, self.normalize, self.job_id, settings["BOT_NAME"])
         self.max_pages = settings.getint("CRAWLER_MAX_PAGES")
+        self.max_depth = settings.getint("DEPTH_LIMIT")
         services = shared_services(crawler, self.crawl_id)
         mode = settings.get("CRAWLER_SCOPE")
         self.scope = Scope(mode) if services is None else SharedScope(mode, services.client, services.key("scope"))
         self.seen: set[str] = set()
         self.pages_scheduled = 0
+        """Requests that may download a page: a 304 gives its share of the budget back."""
+        self.over_budget: dict[str, Candidate] = {}
+        """URLs refused for the budget, taken up again when a 304 gives budget back."""
+        self.revisits = RevisitSchedule(
+            RevisitPolicy(
+                min_interval=settings.getfloat("CRAWLER_RECRAWL_MIN_INTERVAL"),
+                max_interval=settings.getfloat("CRAWLER_RECRAWL_MAX_INTERVAL"),
+                initial_interval=settings.getfloat("CRAWLER_RECRAWL_INITIAL_INTERVAL"),
+            ),
+            time.time,
+        )
+        self.conditional = settings.getbool("CRAWLER_RECRAWL_CONDITIONAL")
 
     def seed_urls(self, seeds: Iterable[str] | None = None) -> Iterator[str]:
         """The seeds (the spider's, or ``seeds`` added while it runs) in normal form, each added
@@ -110,31 +148,158 @@ class BaseCrawlSpider(Spider):
     def budget_left(self) -> bool:
         return not self.max_pages or self.pages_scheduled < self.max_pages
 
-    def page_request(self, url: str, *, depth: int, via: str, referrer: str | None = None, **meta: Any) -> Request | None:
-        """A request for a page not seen before, within the budget; None otherwise."""
+    def page_request(
+        self, url: str, *, depth: int, via: str, referrer: str | None = None, stored: StoredPage | None = None, **meta: Any
+    ) -> Request | None:
+        """A request for a page not seen before, within the budget, conditional on the stored
+        copy if there is one; None otherwise."""
         if url in self.seen or not self.budget_left():
             return None
         self.seen.add(url)
         self.pages_scheduled += 1
+        headers = stored.validators() if stored is not None and self.conditional else {}
+        if headers:
+            meta["handle_httpstatus_list"] = [304]
+            self.crawler.stats.inc_value("recrawl/conditional_requests")
+        if stored is not None:
+            meta["recrawl"] = stored.meta()
         return Request(
             url,
             callback=self.parse_page,
             errback=self.page_failed,
             priority=request_priority(url, depth, seed=via == "seed"),
+            headers=headers or None,
             meta={"depth": depth, "discovered_via": via, "referrer": referrer, **meta},
         )
 
-    def parse_page(self, response: Response) -> Iterator[PageItem | Request]:
-        item, page = self.recorder.fetched(response)
-        if page is not None:
-            # Links before the row: in a shared crawl the stored row ends the page's lease, so
-            # what the page links to must be queued by then.
-            yield from self.follow(response, item, page)
+    async def plan(self, candidates: Iterable[Candidate]) -> AsyncIterator[Request]:
+        """Requests for the candidates that are due. A known page not yet due is not requested
+        (stat ``recrawl/not_due``, no row); the links stored for it are candidates in turn, so
+        discovery goes on through the part of the site already known. Stored state is read in
+        batches."""
+        pending = deque(candidates)
+        while pending or (self.over_budget and self.budget_left()):
+            if not pending:
+                pending.extend(self.over_budget.values())
+                self.over_budget.clear()
+            batch: dict[str, Candidate] = {}
+            while pending and len(batch) < QUERY_SIZE:
+                candidate = pending.popleft()
+                if candidate.url not in self.seen:
+                    batch.setdefault(candidate.url, candidate)
+            stored = await self._stored_pages(batch)
+            not_due: list[Candidate] = []
+            for candidate in batch.values():
+                if candidate.url in self.seen:  # scheduled while the stored state was read
+                    continue
+                page = stored.get(candidate.url)
+                if page is not None and not self._is_due(page, candidate):
+                    self.seen.add(candidate.url)
+                    self.crawler.stats.inc_value("recrawl/not_due")
+                    not_due.append(candidate)
+                elif not self.budget_left():
+                    self.crawler.stats.inc_value("links/over_budget")
+                    if len(self.over_budget) < self.max_pages:
+                        self.over_budget.setdefault(candidate.url, candidate)
+                else:
+                    request = self.page_request(
+                        candidate.url, depth=candidate.depth, via=candidate.via, referrer=candidate.referrer,
+                        stored=page, **candidate.meta,
+                    )  # fmt: skip
+                    if request is not None:
+                        yield request
+            if not_due and self.follows_links:
+                pending.extend(await self._stored_link_candidates(not_due))
+
+    def _is_due(self, page: StoredPage, candidate: Candidate) -> bool:
+        lastmod = candidate.meta.get("sitemap_lastmod")
+        return self.revisits.is_due(page.next_at, page.last_visit, lastmod.timestamp() if lastmod else None)
+
+    async def _stored_pages(self, batch: dict[str, Candidate]) -> dict[str, StoredPage]:
+        storage = shared_storage(self.crawler)
+        if storage is None or not batch:
+            return {}
+        try:
+            return await StoredPages(storage.backend).load(batch)
+        except StorageUnavailable as exc:
+            # Better fetched in full than not at all: the crawl goes on as a first crawl would.
+            self._lookup_failed(exc)
+            return {}
+
+    async def _stored_link_candidates(self, pages: list[Candidate]) -> list[Candidate]:
+        storage = shared_storage(self.crawler)
+        if storage is None:
+            return []
+        try:
+            stored = await StoredPages(storage.backend).links(page.url for page in pages)
+        except StorageUnavailable as exc:
+            self._lookup_failed(exc)
+            return []
+        candidates = []
+        for page in pages:
+            links = stored.get(page.url, [])
+            self.crawler.stats.inc_value("recrawl/stored_links", len(links))
+            candidates.extend(self.link_candidates(page.url, page.depth, links))
+        return candidates
+
+    def _lookup_failed(self, exc: StorageUnavailable) -> None:
+        self.crawler.stats.inc_value("recrawl/lookup_failed")
+        self.logger.warning("Could not read what is stored of the pages to schedule (%s): scheduling them as new", exc)
+
+    def link_candidates(self, url: str, depth: int, links: Iterable[str]) -> list[Candidate]:
+        """Candidates for the links of the page at ``url``: within the depth limit and the
+        scope, not seen yet."""
+        if self.max_depth and depth >= self.max_depth:
+            return []
+        stats = self.crawler.stats
+        candidates = []
+        for link in links:
+            # Strings are checked before anything is built: most links were seen before.
+            if link in self.seen:
+                continue
+            if link not in self.scope:
+                stats.inc_value("links/offsite")
+                continue
+            candidates.append(Candidate(link, depth + 1, "link", url))
+        return candidates
+
+    async def parse_page(self, response: Response) -> AsyncIterator[PageItem | Request]:
+        request = response.request
+        history, stored_hash = history_of(request.meta.get("recrawl"))
+        if response.status == 304:
+            item = self.recorder.unchanged(response)
+            self.pages_scheduled -= 1  # not downloaded: the budget counts downloads
+            self.crawler.stats.inc_value("recrawl/unchanged/not_modified")
+            follow: Iterable[Candidate] = await self._stored_link_candidates([self._candidate(item)]) if self.follows_links else ()
+        else:
+            item, page = self.recorder.fetched(response)
+            if stored_hash is not None and item.status == "fetched" and item.content_hash == stored_hash:
+                item.status = "unchanged"
+                self.crawler.stats.inc_value("recrawl/unchanged/same_text")
+            follow = self.follow(response, item, page) if page is not None else ()
+        if item.status in _REVISITED_STATUSES:
+            self._schedule_revisit(item, history)
+        # Links before the row: in a shared crawl the stored row ends the page's lease, so
+        # what the page links to must be queued by then.
+        async for link_request in self.plan(follow):
+            yield link_request
         yield item
 
-    def follow(self, response: Response, item: PageItem, page: PageData) -> Iterator[Request]:
-        """Requests for what a page links to; the sitemap spider follows nothing."""
-        return iter(())
+    def _candidate(self, item: PageItem) -> Candidate:
+        return Candidate(item.url, item.depth, item.discovered_via or "link", item.referrer)
+
+    def _schedule_revisit(self, item: PageItem, history: Any) -> None:
+        changed = item.status != "unchanged"
+        if history is not None and changed:
+            self.crawler.stats.inc_value("recrawl/changed")
+        revisit = self.revisits.after_visit(history, changed, item.sitemap_changefreq)
+        item.next_crawl_at = datetime.fromtimestamp(revisit.next_at, UTC)
+        item.recrawl_interval_seconds = revisit.interval
+        item.visit_count, item.change_count = revisit.revisits, revisit.changes
+
+    def follow(self, response: Response, item: PageItem, page: PageData) -> Iterable[Candidate]:
+        """Candidates for what a page links to; the sitemap spider follows nothing."""
+        return ()
 
     def page_failed(self, failure: Failure) -> Iterator[PageItem]:
         yield self.recorder.failed(failure, failure.request)

@@ -29,7 +29,7 @@ from crawler.sitemaps.discovery import (
     robots_url,
     seed_kind,
 )
-from crawler.spiders.base import BaseCrawlSpider
+from crawler.spiders.base import BaseCrawlSpider, Candidate
 
 
 class SitemapCrawlSpider(BaseCrawlSpider):
@@ -76,7 +76,7 @@ class SitemapCrawlSpider(BaseCrawlSpider):
         self.logger.debug("No robots.txt for %s: %s", discovery.seed, failure.value)
         yield from self._next_phase(discovery, discovery.advance())
 
-    def parse_sitemap(self, response: Response) -> Iterator[Request | PageItem | SitemapEntryItem]:
+    async def parse_sitemap(self, response: Response) -> AsyncIterator[Request | PageItem | SitemapEntryItem]:
         discovery: Discovery = response.meta["discovery"]
         try:
             document = parse_sitemap(
@@ -86,28 +86,37 @@ class SitemapCrawlSpider(BaseCrawlSpider):
             self.logger.warning("Unreadable sitemap %s: %s", response.url, exc)
             self.crawler.stats.inc_value("sitemap/unreadable")
             yield self.recorder.sitemap_unreadable(response, str(exc))
-            yield from self._next_phase(discovery, discovery.finished(0))
+            for output in self._next_phase(discovery, discovery.finished(0)):
+                yield output
             return
         if document.problems:
             self.crawler.stats.inc_value("sitemap/problems", len(document.problems))
         yield self.recorder.sitemap(response, len(document.entries), document.problems)
         depth = response.meta["sitemap_depth"]
+        found = 0
         if document.is_index:
             children = [entry.loc for entry in document.entries]
-            yield from self._sitemap_requests(discovery, children, depth=depth + 1)
-            found = 0
+            for request in self._sitemap_requests(discovery, children, depth=depth + 1):
+                yield request
         else:
-            found = yield from self._entries(response, document)
-        yield from self._next_phase(discovery, discovery.finished(found))
+            entries, candidates = self._entries(response, document)
+            found = len(entries)
+            for entry in entries:
+                yield entry
+            async for request in self.plan(candidates):  # only the pages that are due
+                yield request
+        for output in self._next_phase(discovery, discovery.finished(found)):
+            yield output
 
     def sitemap_failed(self, failure: Failure) -> Iterator[Request | PageItem]:
         discovery: Discovery = failure.request.meta["discovery"]
         yield self.recorder.failed(failure, failure.request)
         yield from self._next_phase(discovery, discovery.finished(0))
 
-    def _entries(self, response: Response, document: SitemapDocument) -> Iterator[Request | SitemapEntryItem]:
-        """Store each listed URL and request the new ones; return how many were listed."""
-        listed = 0
+    def _entries(self, response: Response, document: SitemapDocument) -> tuple[list[SitemapEntryItem], list[Candidate]]:
+        """A row for each listed URL, and the candidates among them (those in scope)."""
+        entries: list[SitemapEntryItem] = []
+        candidates: list[Candidate] = []
         depth = response.meta.get("depth", 0) + 1
         now = datetime.now(UTC)
         for entry in document.entries:
@@ -117,8 +126,7 @@ class SitemapCrawlSpider(BaseCrawlSpider):
                 self.logger.debug("Invalid URL %r in sitemap %s: %s", entry.loc, response.url, exc)
                 self.crawler.stats.inc_value("sitemap/invalid_url")
                 continue
-            listed += 1
-            yield SitemapEntryItem(
+            entries.append(SitemapEntryItem(
                 sitemap_url=response.url,
                 url=url,
                 url_hash=url_hash(url),
@@ -127,22 +135,13 @@ class SitemapCrawlSpider(BaseCrawlSpider):
                 priority=entry.priority,
                 job_id=self.job_id,
                 discovered_at=now,
-            )
+            ))  # fmt: skip
             if url not in self.scope:
                 self.crawler.stats.inc_value("sitemap/offsite")
                 continue
-            request = self.page_request(
-                url,
-                depth=depth,
-                via="sitemap",
-                referrer=response.url,
-                sitemap_lastmod=entry.lastmod,
-                sitemap_changefreq=entry.changefreq,
-                sitemap_priority=entry.priority,
-            )
-            if request is not None:
-                yield request
-        return listed
+            meta = {"sitemap_lastmod": entry.lastmod, "sitemap_changefreq": entry.changefreq, "sitemap_priority": entry.priority}
+            candidates.append(Candidate(url, depth, "sitemap", response.url, meta))
+        return entries, candidates
 
     def _sitemap_requests(self, discovery: Discovery, urls: list[str], *, depth: int) -> Iterator[Request]:
         if depth > self.sitemap_max_depth:

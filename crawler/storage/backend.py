@@ -90,6 +90,14 @@ class StorageBackend(ABC):
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement with ``?`` placeholders, commit, and return its rows."""
 
+    @abstractmethod
+    async def execute_count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement with ``?`` placeholders, commit, and return how many rows it changed."""
+
+    @abstractmethod
+    async def vacuum(self, tables: Sequence[str]) -> None:
+        """Give the space of deleted rows back and refresh the planner's statistics."""
+
     async def start_job(self, job: JobRecord) -> None:
         await self.execute(
             "INSERT INTO crawl_jobs (id, spider, seeds, started_at, status) VALUES (?, ?, ?, ?, ?)",

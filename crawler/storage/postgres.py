@@ -88,6 +88,21 @@ class PostgresBackend(StorageBackend):
             cursor = await connection.execute(sql.replace("?", "%s"), tuple(params))
             return await cursor.fetchall() if cursor.description else []
 
+    async def execute_count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        async with self._connection() as connection:
+            cursor = await connection.execute(sql.replace("?", "%s"), tuple(params))
+            return cursor.rowcount
+
+    async def vacuum(self, tables: Sequence[str]) -> None:
+        if not tables:
+            return
+        async with self._connection() as connection:
+            await connection.set_autocommit(True)  # VACUUM cannot run in a transaction
+            try:
+                await connection.execute(f"VACUUM (ANALYZE) {', '.join(tables)}")
+            finally:
+                await connection.set_autocommit(False)
+
 
 def _refused(message: str) -> bool:
     """Whether a connection failure is the server's final answer rather than an outage."""

@@ -56,9 +56,26 @@ PAGE_COLUMNS: tuple[str, ...] = (
     "sitemap_changefreq",
     "sitemap_priority",
     "job_id",
+    "next_crawl_at",
+    "recrawl_interval_seconds",
+    "visit_count",
+    "change_count",
 )
 """Columns of seed 000's target table and seed 002's crawled_pages together, plus the
-crawl context (depth, priority, how the URL was found, the job)."""
+crawl context (depth, priority, how the URL was found, the job) and the revisit schedule."""
+
+VISIT_COLUMNS: tuple[str, ...] = (
+    "url", "surt_key", "domain", "status", "http_status", "error", "crawled_at", "crawl_duration_ms", "job_id",
+)  # fmt: skip
+"""What any visit of a page writes; a failed visit writes only these (and its error count)."""
+
+CONTENT_COLUMNS: tuple[str, ...] = (
+    "content_type", "content_length", "content_hash", "title", "description", "text", "body", "body_truncated",
+    "noindex", "links_count", "links", "final_url", "redirect_count", "etag", "last_modified", "server_date",
+)  # fmt: skip
+"""What a page says: kept from the last good copy by a failed visit and by an unchanged one."""
+
+CONTENT_KEEPING_STATUSES = ("error", "unchanged")
 
 SITEMAP_ENTRY_COLUMNS: tuple[str, ...] = (
     "sitemap_url",
@@ -287,6 +304,14 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX idx_pages_domain_crawled_id ON pages (domain, crawled_at, id);
     CREATE INDEX idx_pages_status_crawled_id ON pages (status, crawled_at, id)
     """,
+    # the revisit schedule, and what retention deletes by age
+    """
+    ALTER TABLE pages ADD COLUMN recrawl_interval_seconds {real};
+    ALTER TABLE pages ADD COLUMN visit_count INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE pages ADD COLUMN change_count INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX idx_robots_decisions_decided_at ON robots_decisions (decided_at);
+    CREATE INDEX idx_crawl_jobs_finished_at ON crawl_jobs (finished_at)
+    """,
 )
 
 
@@ -350,27 +375,33 @@ def insert_sql(
     *,
     key: str | None = None,
     update: tuple[str, ...] = (),
-    extra: str = "",
+    extra: tuple[str, ...] = (),
 ) -> str:
-    """``INSERT``; with ``key``, updating ``update`` on a conflict (or nothing if none)."""
+    """``INSERT``; with ``key``, updating ``update`` and the ``extra`` assignments on a
+    conflict (or nothing if none)."""
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([placeholder] * len(columns))})"
     if key is None:
         return sql
-    if not update:
+    if not update and not extra:
         return f"{sql} ON CONFLICT ({key}) DO NOTHING"
-    updates = ", ".join([*(f"{c} = excluded.{c}" for c in update), *([extra] if extra else [])])
+    updates = ", ".join([*(f"{c} = excluded.{c}" for c in update), *extra])
     return f"{sql} ON CONFLICT ({key}) DO UPDATE SET {updates}"
 
 
 def write_statements(placeholder: str) -> dict[str, str]:
     """The statement that writes each kind of row of a ``Batch``, in writing order."""
-    pages = (*PAGE_COLUMNS, "discovered_at")
+    pages = (*PAGE_COLUMNS, "discovered_at", "error_count")
     return {
-        # The first discovery time is kept; error_count counts consecutive failed fetches.
+        # The first discovery time is kept; error_count counts consecutive failed fetches; a
+        # failed or unchanged visit keeps the last good content.
         "pages": insert_sql(
             "pages", pages, placeholder, key="url_hash",
-            update=tuple(c for c in PAGE_COLUMNS if c != "url_hash"),
-            extra="error_count = CASE WHEN excluded.status = 'error' THEN pages.error_count + 1 ELSE 0 END",
+            update=VISIT_COLUMNS,
+            extra=(
+                *(_kept_when(c, CONTENT_KEEPING_STATUSES) for c in CONTENT_COLUMNS),
+                *(_kept_when(c, ("error",)) for c in PAGE_COLUMNS if c not in (*VISIT_COLUMNS, *CONTENT_COLUMNS, "url_hash")),
+                "error_count = CASE WHEN excluded.status = 'error' THEN pages.error_count + 1 ELSE 0 END",
+            ),
         ),
         # A URL skipped now must not replace what an earlier crawl stored.
         "new_pages": insert_sql("pages", pages, placeholder, key="url_hash"),
@@ -390,3 +421,9 @@ def write_statements(placeholder: str) -> dict[str, str]:
         ),
         "request_log": insert_sql("request_log", REQUEST_LOG_COLUMNS, placeholder),
     }  # fmt: skip
+
+
+def _kept_when(column: str, statuses: tuple[str, ...]) -> str:
+    """The assignment keeping the stored ``column`` when the new row's status is one of ``statuses``."""
+    listed = ", ".join(f"'{status}'" for status in statuses)
+    return f"{column} = CASE WHEN excluded.status IN ({listed}) THEN pages.{column} ELSE excluded.{column} END"

@@ -54,6 +54,8 @@ class SqliteBackend(StorageBackend):
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+                # Only a new, empty file takes it: lets `scrapy prune` give space back bit by bit.
+                connection.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 connection.execute("PRAGMA journal_mode=WAL")
             except (OSError, sqlite3.DatabaseError) as exc:  # a file that cannot be made or read
                 raise StorageRefused(f"SQLite {self.target}: {exc}") from exc
@@ -105,3 +107,21 @@ class SqliteBackend(StorageBackend):
             return connection.execute(sql, _sqlite_row(params)).fetchall()
 
         return await self._run(execute)
+
+    async def execute_count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        def execute(connection: sqlite3.Connection) -> int:
+            return connection.execute(sql, _sqlite_row(params)).rowcount
+
+        return await self._run(execute)
+
+    async def vacuum(self, tables: Sequence[str]) -> None:
+        def vacuum(connection: sqlite3.Connection) -> None:
+            if connection.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+                # A file created before incremental vacuum: one full VACUUM switches it over.
+                connection.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                connection.execute("VACUUM")
+            connection.execute("PRAGMA incremental_vacuum").fetchall()
+            for table in tables:
+                connection.execute(f"ANALYZE {table}")
+
+        await self._run(vacuum)

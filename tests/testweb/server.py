@@ -2,7 +2,8 @@
 
 Every request is logged server-side with its start and end times, host, path and status;
 ``GET /__testweb__/log`` returns the log as JSON and ``GET /__testweb__/clear`` empties it and
-resets the sites' rate limits (neither is logged).
+resets the sites' rate limits (neither is logged). A reply with an ``ETag`` is answered 304 to a
+request whose ``If-None-Match`` names it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Router(Resource):
         reply = self._over_rate(site, entry["start"]) if site else None
         if reply is None:
             reply = site.reply(path, f"http://{host}") if site else NOT_FOUND
+        reply = _conditional(reply, request)
 
         def finished(_: object) -> None:
             entry["end"] = time.time()
@@ -95,6 +97,15 @@ class Router(Resource):
             self.first_seen.clear()
             return b"{}"
         return json.dumps(self.log).encode()
+
+
+def _conditional(reply: Reply, request: Request) -> Reply:
+    """304 Not Modified when the client already has the version a reply's ETag names."""
+    etag = reply.headers.get("ETag")
+    asked = (request.getHeader("If-None-Match") or "").split(",")
+    if reply.status == 200 and etag and etag in (tag.strip() for tag in asked):
+        return Reply(304, b"", {"ETag": etag})
+    return reply
 
 
 def parse_site(spec: str) -> tuple[str, GeneratedSite]:

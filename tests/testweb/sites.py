@@ -4,6 +4,7 @@ the host's own ``http://127.0.0.x:port``. Class constants say what a crawl shoul
 from __future__ import annotations
 
 import gzip
+import hashlib
 import random
 from functools import cache
 
@@ -309,7 +310,8 @@ class PacedSite(Site):
     per second, enforced by the server with 429 and ``retry_after`` if given), ``latency_ms`` per
     response (429s come at once) and a share of 5xx answers (``error_rate``, ``error_status``;
     the home page always answers); ``refuse=A-B`` answers 429 to everything from A to B
-    seconds after the first request. Pages ``/p/N`` link forward."""
+    seconds after the first request; ``validators=1`` gives pages an ``ETag`` and a
+    ``Last-Modified``. Pages ``/p/N`` link forward."""
 
     name = "paced"
 
@@ -340,7 +342,11 @@ class PacedSite(Site):
         if n and error_rate and random.random() < error_rate:
             return Reply(int(self.options.get("error_status", "503")), b"try again", {"Content-Type": "text/plain"})
         links = [f"/p/{(n * 5 + k) % pages}" for k in range(1, 6)]
-        return html(f"Paced {n}", [*links, "/private/page"] if n == 0 else links)
+        reply = html(f"Paced {n}", [*links, "/private/page"] if n == 0 else links)
+        if self.options.get("validators"):
+            reply.headers["ETag"] = f'"{hashlib.sha256(reply.body).hexdigest()[:16]}"'
+            reply.headers["Last-Modified"] = "Mon, 01 Jan 2024 00:00:00 GMT"
+        return reply
 
 
 def target_spellings(port: str) -> list[str]:

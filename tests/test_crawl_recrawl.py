@@ -1,0 +1,102 @@
+"""Re-crawls on the test web: only due pages are requested, conditionally; unchanged pages keep
+their stored copy and their stored links carry discovery on; the budget counts downloads."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REDIS_URL
+from tests.helpers import Database, crawl
+from tests.testweb import TestWeb
+
+PAGES = "/p/"
+
+
+def _downloads(web: TestWeb, site: str) -> list[str]:
+    return [e.path for e in web.log(site) if e.path.startswith(PAGES) or e.path == "/"]
+
+
+def _sqlite(tmp_path: Path) -> Database:
+    return Database(f"sqlite:///{tmp_path / 'crawler.db'}")
+
+
+def _stat(stderr: str, name: str) -> int:
+    match = re.search(rf"'{re.escape(name)}': (\d+)", stderr)
+    return int(match.group(1)) if match else 0
+
+
+def test_budgeted_runs_move_on_through_the_site(web: TestWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    database = _sqlite(tmp_path)  # storage is not the subject here
+    reached: set[str] = set()
+    for run in range(5):
+        web.clear()
+        result = crawl("links", database, url=web.url("budgeted"), max_pages="30", job_id=f"run-{run}")
+        downloads = _downloads(web, "budgeted")
+        assert len(downloads) <= 30, (run, len(downloads))
+        assert not reached.intersection(downloads), run  # nothing is fetched twice: not due yet
+        assert _stat(result.stderr, "recrawl/not_due") == len(reached)
+        reached.update(downloads)
+        with capsys.disabled():
+            print(f"\nbudgeted run {run + 1}: {len(downloads)} pages downloaded, {len(reached)} distinct so far")
+    assert len(reached) >= 95, len(reached)
+    rows = database.pages()
+    fetched = {url for url, row in rows.items() if row["status"] == "fetched"}
+    assert {web.url("budgeted", path) for path in reached} == fetched
+
+
+# One backend each with the frontier in the process and shared through Redis (whose JSON codec
+# must carry the stored validators and history): the full matrix would double the time.
+@pytest.mark.parametrize("backend, shared", [("sqlite", False), ("postgresql", True)])
+def test_a_recrawl_asks_conditionally_and_keeps_unchanged_pages(
+    web: TestWeb, tmp_path: Path, request: pytest.FixtureRequest, backend: str, shared: bool
+) -> None:
+    database = request.getfixturevalue("postgres_database") if backend == "postgresql" else _sqlite(tmp_path)
+    frontier = {}
+    if shared:
+        frontier = {"REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": request.getfixturevalue("crawl_name"),
+                    "CRAWLER_IDLE_CLOSE_SECONDS": "0.5"}  # fmt: skip
+    web.clear()
+    crawl("links", database, url=web.url("validated"), settings=frontier)
+    first = database.pages()
+    pages = {url for url, row in first.items() if row["status"] == "fetched"}
+    assert len(pages) == 31 and all(first[url]["etag"] for url in pages)
+
+    web.clear()
+    result = crawl("links", database, url=web.url("validated"), max_pages="5", job_id="again",
+                   settings={**frontier, "CRAWLER_RECRAWL_MIN_INTERVAL": "0"})  # fmt: skip
+    answers = [e.status for e in web.log("validated") if e.path != "/robots.txt"]
+    # every page was asked for again, and a 304 does not use the budget of 5 downloads
+    assert sorted(answers) == [304] * 31, answers
+    assert _stat(result.stderr, "recrawl/conditional_requests") == 31
+    second = database.pages()
+    for url in pages:
+        row = second[url]
+        assert (row["status"], row["http_status"], row["job_id"]) == ("unchanged", 304, "again")
+        for column in ("title", "text", "body", "links", "content_hash", "etag"):
+            assert row[column] == first[url][column], (url, column)
+    (visits, changes), = {tuple(r) for r in database.query("SELECT visit_count, change_count FROM pages WHERE status = 'unchanged'")}
+    assert (visits, changes) == (1, 0)
+
+
+def test_pages_not_due_are_not_requested_and_their_stored_links_are_followed(web: TestWeb, tmp_path: Path) -> None:
+    database = _sqlite(tmp_path)
+    web.clear()
+    crawl("links", database, url=web.url("validated"), max_pages="10")
+    known = {url for url, row in database.pages().items() if row["status"] == "fetched"}
+    web.clear()
+    result = crawl("links", database, url=web.url("validated"), job_id="later")
+    requested = {web.url("validated", path) for path in _downloads(web, "validated")}
+    assert not requested & known
+    assert len(requested) == 31 - len(known)  # the rest of the site, reached through the stored links
+    assert _stat(result.stderr, "recrawl/not_due") == len(known)
+    rows = database.pages()
+    assert {rows[url]["job_id"] for url in known} != {"later"}  # no new row for a page not due
+    for url in known:
+        links = json.loads(rows[url]["links"])
+        assert links and rows[url]["text"]
+    # by default only refusals are written (/private/page, linked from the home page)
+    assert {bool(allowed) for allowed, in database.query("SELECT allowed FROM robots_decisions")} == {False}
