@@ -40,6 +40,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Replaces Scrapy's RetryMiddleware at its place: backoff through the frontier.
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "crawler.middlewares.retry.BackoffRetryMiddleware": 550,
+    # Replaces Scrapy's HttpCompressionMiddleware at its place: no charset sniffing of gzip bytes.
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "crawler.middlewares.compression.CompressedBodyMiddleware": 590,
     # Under redirects (600): only final answers are judged.
     "crawler.middlewares.filters.ContentTypeFilterMiddleware": 585,
     # Above redirects (600) and retries (550): sees every response as it arrives.
