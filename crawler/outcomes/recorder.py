@@ -17,6 +17,7 @@ from twisted.python.failure import Failure
 
 from crawler.extraction import PageData, extract_page, parse_robots_directives
 from crawler.identity import surt_key, url_hash
+from crawler.identity.resolve import LinkResolver
 from crawler.items import PageItem
 from crawler.middlewares.filters import ResponseFiltered
 from crawler.headers import header, header_values, http_date, media_type
@@ -27,6 +28,7 @@ _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 class OutcomeRecorder:
     def __init__(self, settings: Settings, normalize: Callable[[str], str], job_id: str, bot_name: str):
         self.normalize = normalize
+        self.resolver = LinkResolver(normalize)
         self.job_id = job_id
         self.user_agents = (bot_name,)
         self.store_body = settings.getbool("CRAWLER_STORE_BODY")
@@ -63,7 +65,7 @@ class OutcomeRecorder:
         directives = parse_robots_directives(header_values(response, "X-Robots-Tag"), self.user_agents)
         try:
             if item.content_type in _HTML_TYPES and isinstance(response, TextResponse):
-                page = extract_page(response.text, response.url, self.normalize, self.user_agents)
+                page = extract_page(response.text, response.url, self.normalize, self.user_agents, self.resolver)
                 directives = directives | page.robots
                 page.robots = directives
                 item.title, item.description, item.text = page.title, page.description, page.text
