@@ -6,6 +6,8 @@ and all have their default here. ``docs/settings.md`` documents every one of the
 
 import os
 
+from scrapy.linkextractors import IGNORED_EXTENSIONS
+
 BOT_NAME = "crawler"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
@@ -64,6 +66,8 @@ CRAWLER_CIRCUIT_CLOSE_SUCCESSES = 2
 CRAWLER_RETRY_BACKOFF_CAP = 600.0
 CRAWLER_ACCEPT_CONTENT_TYPES = ["text/*", "application/xhtml+xml", "application/xml", "application/*+xml", "application/json"]
 CRAWLER_REJECT_CONTENT_TYPES: list[str] = []
+# Links and sitemap entries with these extensions get a `filtered` row and are never requested.
+CRAWLER_IGNORED_EXTENSIONS = IGNORED_EXTENSIONS
 CRAWLER_ROBOTS_TTL = 3600.0
 CRAWLER_ROBOTS_RETRY_SECONDS = 60.0
 CRAWLER_ROBOTS_FAIL_OPEN = False

@@ -93,8 +93,7 @@ class OutcomeRecorder:
             self._describe_response(item, error.response)
             item.error = f"HTTP {error.response.status}"
         elif isinstance(error, ResponseFiltered):
-            item.status = "filtered"
-            item.error = str(error)
+            item = self.filtered(request, str(error))
             if error.response is not None:
                 self._describe_response(item, error.response, request)
         elif isinstance(error, IgnoreRequest) and "robots.txt" in str(error):
@@ -106,6 +105,12 @@ class OutcomeRecorder:
             item.error = f"response body larger than the size limit of {limit} bytes"
         else:
             item.error = f"{global_object_name(failure.type)}: {error}".rstrip(": ")
+        return item
+
+    def filtered(self, request: Request, reason: str) -> PageItem:
+        """The row of a URL the crawl does not keep, fetched or not."""
+        item = self.base(request, "filtered")
+        item.error = reason
         return item
 
     def sitemap(self, response: Response, entries: int, problems: list[str]) -> PageItem:

@@ -18,6 +18,7 @@ from crawler.frontier.scope import Scope
 from crawler.frontier.seeds import parse_seeds
 from crawler.identity import InvalidURL, UrlNormalizer
 from crawler.items import PageItem
+from crawler.middlewares.filters import extension_set, ignored_extension
 from crawler.outcomes import OutcomeRecorder
 from crawler.shared.connection import crawl_id, shared_services
 from crawler.shared.scope import SharedScope
@@ -72,6 +73,7 @@ class BaseCrawlSpider(Spider):
         self.scope = Scope(mode) if services is None else SharedScope(mode, services.client, services.key("scope"))
         self.seen: set[str] = set()
         self.pages_scheduled = 0
+        self.ignored_extensions = extension_set(settings.getlist("CRAWLER_IGNORED_EXTENSIONS"))
 
     def seed_urls(self) -> Iterator[str]:
         """The seeds in normal form, each added to the crawl's scope; an invalid seed is logged
@@ -89,19 +91,26 @@ class BaseCrawlSpider(Spider):
     def budget_left(self) -> bool:
         return not self.max_pages or self.pages_scheduled < self.max_pages
 
-    def page_request(self, url: str, *, depth: int, via: str, referrer: str | None = None, **meta: Any) -> Request | None:
-        """A request for a page not seen before, within the budget; None otherwise."""
+    def page_request(self, url: str, *, depth: int, via: str, referrer: str | None = None, **meta: Any) -> Request | PageItem | None:
+        """A request for a page not seen before, within the budget, or, for a discovered URL
+        whose extension is never fetched (``.pdf``, ``.zip``), its ``filtered`` row; None
+        otherwise."""
         if url in self.seen or not self.budget_left():
             return None
         self.seen.add(url)
         self.pages_scheduled += 1
-        return Request(
+        request = Request(
             url,
             callback=self.parse_page,
             errback=self.page_failed,
             priority=request_priority(url, depth, seed=via == "seed"),
             meta={"depth": depth, "discovered_via": via, "referrer": referrer, **meta},
         )
+        extension = None if via == "seed" else ignored_extension(url, self.ignored_extensions)
+        if extension is None:
+            return request
+        self.crawler.stats.inc_value(f"filters/extension/{extension}")
+        return self.recorder.filtered(request, f"extension {extension} not fetched")
 
     def parse_page(self, response: Response) -> Iterator[PageItem | Request]:
         item, page = self.recorder.fetched(response)
