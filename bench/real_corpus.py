@@ -2,16 +2,16 @@
 ``CrawlSpider``, both crawling the same documentation site served gzip-compressed by nginx.
 
     .venv/bin/python -m bench.real_corpus [--runs 3] [--database sqlite|postgresql] [--profile DIR]
-                                          [--baseline PATH] [--crawler-only]
+                                          [--also NAME=PATH ...] [--crawler-only]
 
 The site is ``bench.realweb``'s (the Python 3.11 documentation of Debian, 530 pages of 9 KB to
 2.5 MB, ``Content-Type: text/html`` without a charset, gzip). Politeness is off for both (no
 delay, no robots.txt) with the same concurrency, as in ``bench.crawl_speed``. The crawler stores
 every row with its body (SQLite by default, or a fresh PostgreSQL database). CPU time is the
 crawl process's own, so nginx's does not count. ``--profile DIR`` also writes a cProfile of
-every crawler run there (Scrapy's ``--profile``). ``--baseline PATH`` also runs the crawler of
+every crawler run there (Scrapy's ``--profile``). ``--also NAME=PATH`` also runs the crawler of
 another checkout of this project (``git archive main | tar -x -C PATH``), interleaved with the
-others, for before/after figures of a change.
+others, for before/after figures of a change; repeat it for several.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 import psycopg
 
 from bench.crawl_speed import ROOT, Run, measure, print_medians, print_run, unpaced_settings
-from bench.realweb import RealWeb
+from bench.realweb import RealWeb, exit_on_sigterm
 
 POSTGRES = "postgresql://postgres@127.0.0.1:5432"
 
@@ -50,14 +50,16 @@ def main() -> None:
     parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--profile", type=Path, help="write a cProfile of every crawler run into this folder")
     parser.add_argument("--crawler-only", action="store_true", help="skip stock Scrapy (profiling)")
-    parser.add_argument("--baseline", type=Path, help="also crawl with the project checked out at this path")
+    parser.add_argument("--also", action="append", default=[], metavar="NAME=PATH",
+                        help="also crawl with the project checked out at PATH, reported as NAME")  # fmt: skip
     args = parser.parse_args()
+    exit_on_sigterm()
 
     settings = unpaced_settings(args.concurrency)
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     crawlers = {"stock": None} if not args.crawler_only else {}
-    crawlers |= {"baseline": args.baseline} if args.baseline else {}
+    crawlers |= {name: Path(path) for name, path in (also.split("=", 1) for also in args.also)}
     crawlers["crawler"] = ROOT
     runs: dict[str, list[Run]] = {name: [] for name in crawlers}
     with RealWeb(1, crawl_delay=None) as web, tempfile.TemporaryDirectory() as tmp:

@@ -356,6 +356,12 @@ def _sitemap(pages: list[str]) -> str:
     return f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{entries}</urlset>\n'
 
 
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit, so that nginx, hogs and crawls started here are stopped
+    on the way out (``kill PID`` of a benchmark leaves nothing behind)."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def _raise_file_limit() -> None:
     """nginx opens one socket per host address: lift the soft limit on open files to the hard one."""
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -443,6 +449,7 @@ def main(argv: list[str] | None = None) -> None:
     hog = commands.add_parser("hog", help="spin on cores until Ctrl-C")
     hog.add_argument("--processes", type=int, default=1)
     args = parser.parse_args(argv)
+    exit_on_sigterm()
 
     if args.command == "serve":
         crawl_delay = None if args.crawl_delay < 0 else args.crawl_delay
