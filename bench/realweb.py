@@ -49,9 +49,11 @@ def nginx_binary() -> str | None:
     return shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.access(p, os.X_OK)), None)
 
 
-def ensure_installed() -> None:
-    """Install nginx and the corpus package with apt-get where they are missing."""
-    missing = [name for name, present in ((NGINX_PACKAGE, nginx_binary()), (CORPUS_PACKAGE, CORPUS_SOURCE.is_dir())) if not present]
+def ensure_installed(corpus: bool = True) -> None:
+    """Install nginx and (unless ``corpus`` is false) the corpus package with apt-get where
+    they are missing."""
+    wanted = [(NGINX_PACKAGE, nginx_binary()), (CORPUS_PACKAGE, CORPUS_SOURCE.is_dir() or not corpus)]
+    missing = [name for name, present in wanted if not present]
     if not missing:
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
@@ -76,7 +78,6 @@ def prepared_corpus(cache: Path = CORPUS_CACHE, source: Path = CORPUS_SOURCE) ->
     for page in sorted((building / "corpus").rglob("*.html")):
         Path(f"{page}.gz").write_bytes(gzip.compress(page.read_bytes(), compresslevel=6, mtime=0))
         pages.append("/" + page.relative_to(building / "corpus").as_posix())
-    (building / "sitemap.xml").write_text(_sitemap(pages))
     (building / "pages.txt").write_text("\n".join(pages) + "\n")
     building.chmod(0o755)
     try:
@@ -180,10 +181,12 @@ class RealWeb:
 
     ``crawl_delay`` is every host's ``Crawl-delay`` (None: no such line), ``delays`` overrides it
     per address. ``https`` serves TLS with a self-signed certificate and offers HTTP/2 (ALPN).
+    ``site`` serves that folder instead of the documentation corpus (tests: a small site).
     """
 
     def __init__(self, hosts: int = 1, *, crawl_delay: float | None = 1.0, delays: dict[str, float] | None = None,
-                 https: bool = False, first_address: str = FIRST_ADDRESS, workers: int = 1) -> None:  # fmt: skip
+                 https: bool = False, first_address: str = FIRST_ADDRESS, workers: int = 1,
+                 site: Path | None = None) -> None:  # fmt: skip
         self.addresses = loopback_addresses(hosts, first_address)
         self.crawl_delay = crawl_delay
         self.delays = dict(delays or {})
@@ -191,7 +194,8 @@ class RealWeb:
         self.workers = workers
         self.port = 0
         self.pages: list[str] = []
-        self.corpus = CORPUS_CACHE
+        self.site = site
+        self.root = site or CORPUS_CACHE / "corpus"
         self.folder: Path | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -216,12 +220,19 @@ class RealWeb:
         return self.delays.get(address, self.crawl_delay)
 
     def start(self) -> RealWeb:
-        ensure_installed()
+        ensure_installed(corpus=self.site is None)
         self._tmp = tempfile.TemporaryDirectory(prefix="realweb-")
         self.folder = Path(self._tmp.name)
         self.folder.chmod(0o755)  # nginx workers run as an unprivileged user when started by root
-        self.corpus = prepared_corpus()
-        self.pages = corpus_pages()
+        if self.site is None:
+            self.root = prepared_corpus() / "corpus"
+            self.pages = corpus_pages()
+        else:  # copied where nginx's unprivileged workers can read it
+            self.root = self.folder / "site"
+            shutil.copytree(self.site, self.root)
+            self.root.chmod(0o755)
+            self.pages = sorted("/" + page.relative_to(self.root).as_posix() for page in self.root.rglob("*.html"))
+        (self.folder / "sitemap.xml").write_text(_sitemap(self.pages))
         for name in ("logs", "temp"):
             (self.folder / name).mkdir()
         self.port = free_port(self.addresses[0])
@@ -330,14 +341,14 @@ http {{
   }}
   server {{
 {listens}
-    root {self.corpus}/corpus;
+    root {self.root};
     location = / {{ return 302 /index.html; }}
     location = /robots.txt {{
       default_type text/plain;
       return 200 "User-agent: *\\n${{crawl_delay_line}}Sitemap: $scheme://$http_host/sitemap.xml\\n";
     }}
     location = /sitemap.xml {{
-      root {self.corpus};
+      root {folder};
       sub_filter "https://realweb.invalid/" "$scheme://$http_host/";
       sub_filter_once off;
       sub_filter_types text/xml;

@@ -72,6 +72,11 @@ CRAWLER_ROBOTS_TTL = 3600.0
 CRAWLER_ROBOTS_RETRY_SECONDS = 60.0
 CRAWLER_ROBOTS_FAIL_OPEN = False
 
+# --- HTTP/2 -----------------------------------------------------------------------------------
+# https through Scrapy's HTTP/2 handler (only for servers that offer HTTP/2: it does not fall back).
+CRAWLER_HTTP2 = False
+ADDONS = {"crawler.addons.http2.Http2": 0}
+
 # --- Link following ----------------------------------------------------------------------------
 DEPTH_LIMIT = 10
 DEPTH_STATS_VERBOSE = True
