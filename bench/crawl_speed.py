@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,18 +48,53 @@ class Run:
         return self.pages / self.cpu
 
 
-def _measure(name: str, command: list[str], cwd: Path, web: TestWeb) -> Run:
-    web.clear()
+def measure(name: str, command: list[str], cwd: Path, pages: Callable[[], int], project: Path = ROOT) -> Run:
+    """Run ``command`` with ``project`` importable and time it; ``pages()`` counts, afterwards,
+    the pages it fetched."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(project)})
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         raise SystemExit(f"{name} failed:\n{result.stderr[-3000:]}")
-    pages = sum(1 for entry in web.log("heavy") if entry.status == 200 and entry.path != "/robots.txt")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Run(name, pages, wall, cpu)
+    return Run(name, pages(), wall, cpu)
+
+
+def print_run(i: int, r: Run) -> None:
+    print(f"run {i + 1} {r.name:8} {r.pages:6d} pages {r.wall:7.2f} s wall {r.cpu:7.2f} s CPU "
+          f"{r.pages_per_second:7.1f} pages/s {r.cpu_ms_per_page:6.1f} ms CPU/page", flush=True)  # fmt: skip
+
+
+def print_medians(runs: dict[str, list[Run]]) -> None:
+    """Medians per crawler, and the ratios of the crawler (and any other) to stock Scrapy."""
+
+    def median(name: str, attribute: str) -> float:
+        return statistics.median(getattr(r, attribute) for r in runs[name])
+
+    print(f"{'':10}{'pages':>8}{'pages/s':>10}{'CPU ms/page':>14}{'pages/CPU-s':>14}")
+    for name in runs:
+        print(f"{name:10}{median(name, 'pages'):8.0f}{median(name, 'pages_per_second'):10.1f}"
+              f"{median(name, 'cpu_ms_per_page'):14.1f}{median(name, 'pages_per_cpu_second'):14.1f}")  # fmt: skip
+    for name in (n for n in runs if n != "stock"):
+        per_core = median(name, "pages_per_cpu_second") / median("stock", "pages_per_cpu_second")
+        wall = median(name, "pages_per_second") / median("stock", "pages_per_second")
+        print(f"ratio {name}/stock: {per_core:.2f}x pages/s per core, {wall:.2f}x pages/s wall")
+
+
+def unpaced_settings(concurrency: int) -> list[str]:
+    """``-s`` options shared by both crawlers: politeness off, the same concurrency."""
+    common = {
+        "CONCURRENT_REQUESTS": str(concurrency),
+        "CONCURRENT_REQUESTS_PER_DOMAIN": str(concurrency),
+        "DOWNLOAD_DELAY": "0",
+        "CRAWLER_LIMITER_ENABLED": "False",
+        "ROBOTSTXT_OBEY": "False",
+        "LOG_LEVEL": "WARNING",
+        "TELNETCONSOLE_ENABLED": "False",
+    }
+    return [arg for name, value in common.items() for arg in ("-s", f"{name}={value}")]
 
 
 def main() -> None:
@@ -69,43 +105,27 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
 
-    common = {
-        "CONCURRENT_REQUESTS": str(args.concurrency),
-        "CONCURRENT_REQUESTS_PER_DOMAIN": str(args.concurrency),
-        "DOWNLOAD_DELAY": "0",
-        "CRAWLER_LIMITER_ENABLED": "False",
-        "ROBOTSTXT_OBEY": "False",
-        "LOG_LEVEL": "WARNING",
-        "TELNETCONSOLE_ENABLED": "False",
-    }
-    settings = [arg for name, value in common.items() for arg in ("-s", f"{name}={value}")]
+    settings = unpaced_settings(args.concurrency)
     runs: dict[str, list[Run]] = {"stock": [], "crawler": []}
     with TestWeb({"heavy": f"heavy:pages={args.pages},links={args.links}"}) as web, tempfile.TemporaryDirectory() as tmp:
         url = web.url("heavy")
+
+        def pages() -> int:
+            return sum(1 for entry in web.log("heavy") if entry.status == 200 and entry.path != "/robots.txt")
+
         stock = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={url}", *settings]
         for i in range(args.runs):
             database = f"sqlite:///{tmp}/bench-{i}.db"
             ours = [sys.executable, "-m", "scrapy", "crawl", "links", "-a", f"url={url}", "-a", "max_depth=100",
                     *settings, "-s", f"DATABASE_URL={database}"]  # fmt: skip
-            runs["stock"].append(_measure("stock", stock, Path(tmp), web))
-            runs["crawler"].append(_measure("crawler", ours, ROOT, web))
-            for name in ("stock", "crawler"):
-                r = runs[name][-1]
-                print(f"run {i + 1} {name:8} {r.pages:6d} pages {r.wall:7.2f} s wall {r.cpu:7.2f} s CPU "
-                      f"{r.pages_per_second:7.1f} pages/s {r.cpu_ms_per_page:6.1f} ms CPU/page", flush=True)  # fmt: skip
-
-    def median(name: str, attribute: str) -> float:
-        return statistics.median(getattr(r, attribute) for r in runs[name])
+            for name, command, cwd in (("stock", stock, Path(tmp)), ("crawler", ours, ROOT)):
+                web.clear()
+                runs[name].append(measure(name, command, cwd, pages))
+                print_run(i, runs[name][-1])
 
     print(f"\nlink-heavy pages: {args.pages} pages, {args.links} links each, concurrency {args.concurrency}, "
           f"medians of {args.runs} runs")  # fmt: skip
-    print(f"{'':10}{'pages/s':>10}{'CPU ms/page':>14}{'pages/CPU-s':>14}")
-    for name in ("stock", "crawler"):
-        print(f"{name:10}{median(name, 'pages_per_second'):10.1f}{median(name, 'cpu_ms_per_page'):14.1f}"
-              f"{median(name, 'pages_per_cpu_second'):14.1f}")  # fmt: skip
-    per_core = median("crawler", "pages_per_cpu_second") / median("stock", "pages_per_cpu_second")
-    wall = median("crawler", "pages_per_second") / median("stock", "pages_per_second")
-    print(f"ratio crawler/stock: {per_core:.2f}x pages/s per core, {wall:.2f}x pages/s wall")
+    print_medians(runs)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,11 @@ def http_date(value: str | None) -> datetime | None:
 
 def media_type(response: Response) -> str | None:
     """The media type without parameters, lowercased (``text/html``)."""
-    value = header(response, "Content-Type")
+    return parse_media_type(header(response, "Content-Type"))
+
+
+def parse_media_type(value: str | None) -> str | None:
+    """The media type of a ``Content-Type`` value, without parameters, lowercased."""
     return value.partition(";")[0].strip().lower() or None if value else None
 
 

@@ -6,6 +6,8 @@ and all have their default here. ``docs/settings.md`` documents every one of the
 
 import os
 
+from scrapy.linkextractors import IGNORED_EXTENSIONS
+
 BOT_NAME = "crawler"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
@@ -40,6 +42,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Replaces Scrapy's RetryMiddleware at its place: backoff through the frontier.
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "crawler.middlewares.retry.BackoffRetryMiddleware": 550,
+    # Replaces Scrapy's HttpCompressionMiddleware at its place: no charset sniffing of gzip bytes.
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "crawler.middlewares.compression.CompressedBodyMiddleware": 590,
     # Under redirects (600): only final answers are judged.
     "crawler.middlewares.filters.ContentTypeFilterMiddleware": 585,
     # Above redirects (600) and retries (550): sees every response as it arrives.
@@ -70,6 +75,8 @@ CRAWLER_CIRCUIT_CLOSE_SUCCESSES = 2
 CRAWLER_RETRY_BACKOFF_CAP = 600.0
 CRAWLER_ACCEPT_CONTENT_TYPES = ["text/*", "application/xhtml+xml", "application/xml", "application/*+xml", "application/json"]
 CRAWLER_REJECT_CONTENT_TYPES: list[str] = []
+# Links and sitemap entries with these extensions get a `filtered` row and are never requested.
+CRAWLER_IGNORED_EXTENSIONS = IGNORED_EXTENSIONS
 CRAWLER_ROBOTS_TTL = 3600.0
 CRAWLER_ROBOTS_RETRY_SECONDS = 60.0
 CRAWLER_ROBOTS_FAIL_OPEN = False
@@ -102,6 +109,11 @@ REMOTE_CONTROL_ENABLED = False
 # host:port, *.example.com or *. Operators change them at run time (domain_controls).
 CRAWLER_DOMAIN_OVERRIDES: dict[str, dict[str, float]] = {}
 CRAWLER_ROBOTS_RECORD_ALLOWED = False
+
+# --- HTTP/2 -----------------------------------------------------------------------------------
+# https through Scrapy's HTTP/2 handler (only for servers that offer HTTP/2: it does not fall back).
+CRAWLER_HTTP2 = False
+ADDONS = {"crawler.addons.http2.Http2": 0}
 
 # --- Link following ----------------------------------------------------------------------------
 DEPTH_LIMIT = 10

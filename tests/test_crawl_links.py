@@ -120,9 +120,17 @@ def test_every_outcome_is_a_row_with_its_reason(web: TestWeb, database: Database
     redirect = rows["/redirect"]
     assert redirect["status"] == "fetched" and redirect["redirect_count"] == 1
     assert redirect["final_url"] == web.url("links", "/redirect-target")
-    image = rows["/image.png"]  # not an accepted content type: a row without its body
+    image = rows["/image.png"]  # an extension never fetched: a row, and no request
+    assert image["status"] == "filtered" and image["error"] == "extension .png not fetched"
+    assert "/image.png" not in _fetched_paths(web)
+
+
+def test_a_refused_content_type_is_a_row_without_body(web: TestWeb, database: Database) -> None:
+    rows = _crawl_links(web, database, settings={"CRAWLER_IGNORED_EXTENSIONS": ""})
+    image = rows["/image.png"]  # requested, then stopped at its headers
     assert image["status"] == "filtered" and image["error"] == "content type image/png not accepted"
-    assert image["body"] is None and image["http_status"] == 200
+    assert image["body"] is None and image["http_status"] == 200 and image["content_length"] == 0
+    assert "/image.png" in _fetched_paths(web)
 
 
 def test_bad_input_pages_are_rows_and_the_crawl_goes_on(web: TestWeb, database: Database) -> None:

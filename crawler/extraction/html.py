@@ -15,7 +15,7 @@ from urllib.parse import urljoin
 from selectolax.lexbor import LexborHTMLParser, LexborNode as Node
 
 from crawler.extraction.robots_directives import NONE, RobotsDirectives, parse_robots_directives
-from crawler.identity import InvalidURL
+from crawler.identity.resolve import LinkResolver
 
 _INVISIBLE_TAGS = ["script", "style", "noscript", "template", "svg", "head"]
 _BLOCK_TAGS = ",".join(
@@ -45,16 +45,19 @@ def extract_page(
     url: str,
     normalize: Callable[[str], str],
     user_agents: Iterable[str] = (),
+    resolver: LinkResolver | None = None,
     max_links: int = 0,
 ) -> PageData:
-    """Extract what the crawler stores and follows from one HTML document at ``url``; at most
-    ``max_links`` distinct links are read (0: all), as each costs a URL normalisation."""
+    """Extract what the crawler stores and follows from one HTML document at ``url``. Links
+    are resolved by ``resolver`` (one for the whole crawl shares its cache between pages),
+    else by one of ``normalize`` for this page; at most ``max_links`` distinct links are read
+    (0: all), as each costs a URL normalisation."""
     tree = LexborHTMLParser(html)
     page = PageData()
-    base = url
     head = tree.head
+    base = _base_href(tree, url) if head is not None else url
+    resolve = (resolver or LinkResolver(normalize)).for_base(base)
     if head is not None:
-        base = _base_href(tree, url)
         title = tree.css_first("title")
         if title is not None:
             page.title = _squash(title.text()) or None
@@ -62,11 +65,10 @@ def extract_page(
         page.description = _meta_content(tree, "description")
         canonical = _link_href(tree, "canonical")
         if canonical:
-            try:
-                page.canonical = normalize(urljoin(base, canonical))
-            except InvalidURL:
+            page.canonical = resolve(canonical)
+            if page.canonical is None:
                 page.invalid_links += 1
-    _collect_links(tree, base, normalize, page, max_links)
+    _collect_links(tree, resolve, page, max_links)
     tree.strip_tags(_INVISIBLE_TAGS)
     root = tree.body or tree.root
     page.text = _visible_text(tree, root) if root is not None else ""
@@ -74,7 +76,7 @@ def extract_page(
     return page
 
 
-def _collect_links(tree: LexborHTMLParser, base: str, normalize: Callable[[str], str], page: PageData, max_links: int) -> None:
+def _collect_links(tree: LexborHTMLParser, resolve: Callable[[str], str | None], page: PageData, max_links: int) -> None:
     seen: dict[str, bool] = {}  # link -> followable
     for node in tree.css("a[href], area[href]"):
         if max_links and len(seen) >= max_links:
@@ -83,9 +85,8 @@ def _collect_links(tree: LexborHTMLParser, base: str, normalize: Callable[[str],
         href = (attrs.get("href") or "").strip()
         if not href or href.lower().startswith(_SKIPPED_PREFIXES):
             continue
-        try:
-            link = normalize(urljoin(base, href))
-        except (InvalidURL, ValueError):
+        link = resolve(href)
+        if link is None:
             page.invalid_links += 1
             continue
         followable = "nofollow" not in (attrs.get("rel") or "").lower()

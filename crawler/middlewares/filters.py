@@ -2,7 +2,9 @@
 list, with wildcards (``text/*``, ``application/*+xml``), and no binary content served under a
 text type (sniffed from the first bytes: a PNG served as ``text/html`` is not stored as text).
 
-A refused response becomes a ``filtered`` row with the reason, without its body. Sizes and
+A refused response becomes a ``filtered`` row with the reason, without its body. The type is
+judged as soon as the headers arrive (``headers_received``), and the body of a refused one is
+not downloaded (``StopDownload``); the response, empty, then gets its row here. Sizes and
 compression are Scrapy's already: ``DOWNLOAD_MAXSIZE`` caps the body as received and, through
 ``HttpCompressionMiddleware`` (gzip, deflate, br, zstd), as decompressed. Enabled at 585:
 under redirects (600), so only final answers are judged, and above retries (550).
@@ -10,17 +12,19 @@ under redirects (600), so only final answers are judged, and above retries (550)
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
-from typing import Self
+from typing import Any, Self
+from urllib.parse import urlsplit
 
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest
-from scrapy.http import Response
+from scrapy.exceptions import IgnoreRequest, StopDownload
+from scrapy.http import Headers, Response
 
 from crawler.download.sniff import binary_kind
-from crawler.headers import media_type as response_media_type
+from crawler.headers import media_type as response_media_type, parse_media_type
 
 
 class ResponseFiltered(IgnoreRequest):
@@ -38,16 +42,38 @@ def content_type_allowed(media_type: str | None, accept: Iterable[str], reject: 
     return any(fnmatchcase(media_type, p) for p in accept) and not any(fnmatchcase(media_type, p) for p in reject)
 
 
+def ignored_extension(url: str, extensions: frozenset[str]) -> str | None:
+    """The extension of ``url``'s path (``.pdf``) when it is one of ``extensions``."""
+    extension = posixpath.splitext(urlsplit(url).path)[1].lower()
+    return extension if extension in extensions else None
+
+
+def extension_set(extensions: Iterable[str]) -> frozenset[str]:
+    """``pdf``, ``.PDF`` → ``.pdf``; empty entries dropped."""
+    return frozenset("." + e.strip().lower().lstrip(".") for e in extensions if e.strip())
+
+
 class ContentTypeFilterMiddleware:
     def __init__(self, crawler: Crawler):
         settings = crawler.settings
         self.accept = [p.lower() for p in settings.getlist("CRAWLER_ACCEPT_CONTENT_TYPES")]
         self.reject = [p.lower() for p in settings.getlist("CRAWLER_REJECT_CONTENT_TYPES")]
         self.stats = crawler.stats
+        crawler.signals.connect(self.headers_received, signal=signals.headers_received)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+    def headers_received(self, headers: Headers, body_length: int, request: Request, **kwargs: Any) -> None:
+        # A redirect's body is never read; its target is judged on its own.
+        if request.meta.get("dont_filter_content_type") or b"Location" in headers:
+            return
+        content_type = headers.get(b"Content-Type")
+        media_type = parse_media_type(content_type.decode("latin-1") if content_type else None)
+        if not content_type_allowed(media_type, self.accept, self.reject):
+            self.stats.inc_value("filters/content_type_stopped")
+            raise StopDownload(fail=False)
 
     def process_response(self, request: Request, response: Response) -> Response:
         if request.meta.get("dont_filter_content_type") or not 200 <= response.status < 300:

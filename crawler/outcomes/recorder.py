@@ -18,6 +18,7 @@ from twisted.python.failure import Failure
 from crawler.extraction import PageData, extract_page, parse_robots_directives
 from crawler.guard import BlockedByPolicy
 from crawler.identity import surt_key, url_hash
+from crawler.identity.resolve import LinkResolver
 from crawler.items import PageItem
 from crawler.middlewares.filters import ResponseFiltered
 from crawler.robots.status import RobotsUnreachable
@@ -31,6 +32,7 @@ _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 class OutcomeRecorder:
     def __init__(self, settings: Settings, normalize: Callable[[str], str], job_id: str, bot_name: str):
         self.normalize = normalize
+        self.resolver = LinkResolver(normalize)
         self.job_id = job_id
         self.user_agents = (bot_name,)
         self.store_body = settings.getbool("CRAWLER_STORE_BODY")
@@ -69,7 +71,9 @@ class OutcomeRecorder:
         directives = parse_robots_directives(header_values(response, "X-Robots-Tag"), self.user_agents)
         try:
             if item.content_type in _HTML_TYPES and isinstance(response, TextResponse):
-                page = extract_page(response.text, response.url, self.normalize, self.user_agents, self.max_links)
+                page = extract_page(
+                    response.text, response.url, self.normalize, self.user_agents, self.resolver, self.max_links
+                )
                 directives = directives | page.robots
                 page.robots = directives
                 item.title, item.description, item.text = page.title, page.description, page.text
@@ -108,8 +112,7 @@ class OutcomeRecorder:
             item.error = f"HTTP {error.response.status}"
             item.site_failure = error.response.status >= 500
         elif isinstance(error, ResponseFiltered):
-            item.status = "filtered"
-            item.error = str(error)
+            item = self.filtered(request, str(error))
             if error.response is not None:
                 self._describe_response(item, error.response, request)
         elif isinstance(error, RobotsUnreachable):
@@ -129,6 +132,12 @@ class OutcomeRecorder:
         else:
             item.error = describe(error) or f"{global_object_name(failure.type)}: {error}".rstrip(": ")
             item.site_failure = is_site_failure(error)
+        return item
+
+    def filtered(self, request: Request, reason: str) -> PageItem:
+        """The row of a URL the crawl does not keep, fetched or not."""
+        item = self.base(request, "filtered")
+        item.error = reason
         return item
 
     def sitemap(self, response: Response, entries: int, problems: list[str]) -> PageItem:

@@ -24,6 +24,7 @@ from crawler.frontier.seeds import parse_seeds
 from crawler.identity import InvalidURL, UrlNormalizer
 from crawler.items import PageItem
 from crawler.middlewares.address_guard import AddressGuardMiddleware
+from crawler.middlewares.filters import extension_set, ignored_extension
 from crawler.outcomes import OutcomeRecorder
 from crawler.recrawl.schedule import RevisitPolicy, RevisitSchedule
 from crawler.recrawl.stored import QUERY_SIZE, StoredPage, StoredPages, history_of
@@ -116,6 +117,7 @@ class BaseCrawlSpider(Spider):
             time.time,
         )
         self.conditional = settings.getbool("CRAWLER_RECRAWL_CONDITIONAL")
+        self.ignored_extensions = extension_set(settings.getlist("CRAWLER_IGNORED_EXTENSIONS"))
 
     def seed_urls(self, seeds: Iterable[str] | None = None) -> Iterator[str]:
         """The seeds (the spider's, or ``seeds`` added while it runs) in normal form, each added
@@ -150,20 +152,24 @@ class BaseCrawlSpider(Spider):
 
     def page_request(
         self, url: str, *, depth: int, via: str, referrer: str | None = None, stored: StoredPage | None = None, **meta: Any
-    ) -> Request | None:
+    ) -> Request | PageItem | None:
         """A request for a page not seen before, within the budget, conditional on the stored
-        copy if there is one; None otherwise."""
+        copy if there is one; for a discovered URL whose extension is never fetched (``.pdf``,
+        ``.zip``), its ``filtered`` row, outside the budget as nothing is downloaded; None
+        otherwise."""
         if url in self.seen or not self.budget_left():
             return None
         self.seen.add(url)
-        self.pages_scheduled += 1
+        extension = None if via == "seed" else ignored_extension(url, self.ignored_extensions)
+        if extension is None:
+            self.pages_scheduled += 1
         headers = stored.validators() if stored is not None and self.conditional else {}
         if headers:
             meta["handle_httpstatus_list"] = [304]
             self.crawler.stats.inc_value("recrawl/conditional_requests")
         if stored is not None:
             meta["recrawl"] = stored.meta()
-        return Request(
+        request = Request(
             url,
             callback=self.parse_page,
             errback=self.page_failed,
@@ -171,8 +177,12 @@ class BaseCrawlSpider(Spider):
             headers=headers or None,
             meta={"depth": depth, "discovered_via": via, "referrer": referrer, **meta},
         )
+        if extension is None:
+            return request
+        self.crawler.stats.inc_value(f"filters/extension/{extension}")
+        return self.recorder.filtered(request, f"extension {extension} not fetched")
 
-    async def plan(self, candidates: Iterable[Candidate]) -> AsyncIterator[Request]:
+    async def plan(self, candidates: Iterable[Candidate]) -> AsyncIterator[Request | PageItem]:
         """Requests for the candidates that are due. A known page not yet due is not requested
         (stat ``recrawl/not_due``, no row); the links stored for it are candidates in turn, so
         discovery goes on through the part of the site already known. Stored state is read in

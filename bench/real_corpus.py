@@ -1,0 +1,105 @@
+"""CPU per page on a real corpus: this project's full stack against a stock Scrapy
+``CrawlSpider``, both crawling the same documentation site served gzip-compressed by nginx.
+
+    .venv/bin/python -m bench.real_corpus [--runs 3] [--database sqlite|postgresql] [--profile DIR]
+                                          [--also NAME=PATH ...] [--crawler-only]
+
+The site is ``bench.realweb``'s (the Python 3.11 documentation of Debian, 530 pages of 9 KB to
+2.5 MB, ``Content-Type: text/html`` without a charset, gzip). Politeness is off for both (no
+delay, no robots.txt) with the same concurrency, as in ``bench.crawl_speed``. The crawler stores
+every row with its body (SQLite by default, or a fresh PostgreSQL database). CPU time is the
+crawl process's own, so nginx's does not count. ``--profile DIR`` also writes a cProfile of
+every crawler run there (Scrapy's ``--profile``). ``--also NAME=PATH`` also runs the crawler of
+another checkout of this project (``git archive main | tar -x -C PATH``), interleaved with the
+others, for before/after figures of a change; repeat it for several.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import psycopg
+
+from bench.crawl_speed import ROOT, Run, measure, print_medians, print_run, unpaced_settings
+from bench.realweb import RealWeb, exit_on_sigterm
+
+POSTGRES = "postgresql://postgres@127.0.0.1:5432"
+
+
+def _fresh_postgres_database() -> str:
+    name = f"bench_real_corpus_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
+def _drop_postgres_database(name: str) -> None:
+    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of every crawler run into this folder")
+    parser.add_argument("--crawler-only", action="store_true", help="skip stock Scrapy (profiling)")
+    parser.add_argument("--also", action="append", default=[], metavar="NAME=PATH",
+                        help="also crawl with the project checked out at PATH, reported as NAME")  # fmt: skip
+    args = parser.parse_args()
+    exit_on_sigterm()
+
+    settings = unpaced_settings(args.concurrency)
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    crawlers = {"stock": None} if not args.crawler_only else {}
+    crawlers |= {name: Path(path) for name, path in (also.split("=", 1) for also in args.also)}
+    crawlers["crawler"] = ROOT
+    runs: dict[str, list[Run]] = {name: [] for name in crawlers}
+    with RealWeb(1, crawl_delay=None) as web, tempfile.TemporaryDirectory() as tmp:
+        url = web.url(0, "/index.html")
+
+        def pages() -> int:
+            return sum(1 for r in web.log() if r.status == 200)
+
+        stock = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={url}", *settings]
+        for i in range(args.runs):
+            for name, project in crawlers.items():
+                database = None
+                if project is None:
+                    command, cwd, project = stock, Path(tmp), ROOT
+                else:
+                    if args.database == "postgresql":
+                        database = _fresh_postgres_database()
+                        database_url = f"{POSTGRES}/{database}"
+                    else:
+                        database_url = f"sqlite:///{tmp}/{name}-{i}.db"
+                    profile = ["--profile", str(args.profile / f"{name}-{i + 1}.prof")] if args.profile else []
+                    command = [sys.executable, "-m", "scrapy", "crawl", "links", *profile, "-a", f"url={url}", "-a", "max_depth=100",
+                               *settings, "-s", f"DATABASE_URL={database_url}"]  # fmt: skip
+                    cwd = project
+                try:
+                    web.clear()
+                    runs[name].append(measure(name, command, cwd, pages, project))
+                    print_run(i, runs[name][-1])
+                finally:
+                    if database is not None:
+                        _drop_postgres_database(database)
+
+    print(f"\nreal corpus ({len(web.pages)} HTML pages, gzip, {args.database}), concurrency {args.concurrency}, "
+          f"medians of {args.runs} runs")  # fmt: skip
+    if "stock" in runs:
+        print_medians(runs)
+    for name in (n for n in runs if n != "crawler"):
+        ratio = statistics.median(r.cpu_ms_per_page for r in runs[name]) / statistics.median(r.cpu_ms_per_page for r in runs["crawler"])
+        print(f"CPU per page, {name}/crawler: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Link resolution with its cache gives what ``normalize(urljoin(base, href))`` gives."""
+
+from __future__ import annotations
+
+from urllib.parse import urljoin
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawler.identity import InvalidURL, UrlNormalizer
+from crawler.identity.resolve import LinkResolver
+
+normalize = UrlNormalizer()
+
+
+def reference(base: str, href: str) -> str | None:
+    try:
+        return normalize(urljoin(base, href))
+    except (InvalidURL, ValueError):
+        return None
+
+
+# Pieces that exercise each way the answer depends on the base: folders, hosts, schemes,
+# queries, empty and odd links, characters urlsplit strips or removes, dot segments.
+_SEGMENTS = ["a", "b.html", "..", ".", "", "x;p", "%41", "é", "c:d", "?q=1", "#f", "\t", "\n", " ", "\x01", "\\", ":", "//", "@"]
+_PREFIXES = ["", "/", "//", "http://", "https://", "HTTP://", "http:", "http:///", "mailto:", "ftp://", "?", "#", "../", "./", "\x01", " "]
+_HOSTS = ["h.test", "H.test:80", "h.test:8080", "o.test", "u:p@h.test", "[::1]", "[bad", ""]
+_SCHEMES = ["http", "https", "mailto", "ftp"]
+
+hrefs = st.builds(lambda prefix, segments: prefix + "".join(segments),
+                  st.sampled_from(_PREFIXES), st.lists(st.sampled_from(_SEGMENTS), max_size=5))  # fmt: skip
+paths = st.lists(st.sampled_from(["a", "b", "c.html", "x;p", "..", ""]), max_size=4).map(lambda s: "/" + "/".join(s))
+bases = st.builds(lambda scheme, host, path, query: f"{scheme}://{host}{path}{query}",
+                  st.sampled_from(_SCHEMES), st.sampled_from(_HOSTS), paths | st.just(""),
+                  st.sampled_from(["", "?q=1", "?q=2", "#top"]))  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(bases, min_size=1, max_size=4), st.lists(hrefs, min_size=1, max_size=8))
+def test_same_answers_as_urljoin_then_normalize(base_list: list[str], href_list: list[str]) -> None:
+    # One resolver for all bases: an answer cached for one base must be right for the next.
+    resolver = LinkResolver(normalize)
+    for _ in range(2):
+        for base in base_list:
+            resolve = resolver.for_base(base)
+            for href in href_list:
+                assert resolve(href) == reference(base, href), (base, href)
+
+
+@given(st.text(max_size=30), st.text(max_size=30))
+def test_any_text_resolves_like_the_reference(base: str, href: str) -> None:
+    resolver = LinkResolver(normalize)
+    assert resolver.for_base(base)(href) == reference(base, href)
+    assert resolver.for_base("http://h.test/a/b")(href) == reference("http://h.test/a/b", href)
+
+
+def test_links_of_sibling_pages_share_answers() -> None:
+    resolver = LinkResolver(normalize)
+    assert resolver.for_base("http://h.test/lib/os.html")("sys.html#auditing") == "http://h.test/lib/sys.html"
+    cached = len(resolver._cache)
+    assert resolver.for_base("http://h.test/lib/io.html?x=1")("sys.html#exit") == "http://h.test/lib/sys.html"
+    assert resolver.for_base("http://h.test/other/x.html")("/lib/sys.html") == "http://h.test/lib/sys.html"
+    assert resolver.for_base("http://h.test/lib/y.html")("/lib/sys.html") == "http://h.test/lib/sys.html"
+    assert len(resolver._cache) == cached + 1  # one join for the root-relative link, none for the rest
+    assert resolver.for_base("http://h.test/lib/y.html")("mailto:x@h.test") is None
+
+
+def test_the_cache_stays_bounded() -> None:
+    resolver = LinkResolver(normalize, cache_size=10)
+    resolve = resolver.for_base("http://h.test/")
+    for n in range(25):
+        assert resolve(f"p{n}.html") == f"http://h.test/p{n}.html"
+    assert len(resolver._cache) <= 10
