@@ -73,13 +73,16 @@ def test_operators_pause_a_domain_seed_a_url_and_cancel_the_job(web: TestWeb, da
     worker = start_crawl("links", database, log, url=web.url("steered"), job_id="steered", settings=settings)
     try:
         _wait_for(lambda: _worker_running(database, "steered") and len(web.log("steered")) >= 3, what="the crawl")
-        paused_at = time.time()
         database.query("INSERT INTO domain_controls (domain, paused, updated_by, updated_at) VALUES (?, TRUE, 'test', ?) RETURNING domain", (steered, _now()))
         database.query("INSERT INTO frontier_inbox (url, added_by, added_at) VALUES (?, 'test', ?) RETURNING id", (web.url("inbox", "/p/1"), _now()))
+        _wait_for(lambda: "Domain controls applied" in log.read_text(errors="replace"), what="the pause")
+        paused_at = time.time()
         _wait_for(lambda: "/p/1" in {e.path for e in web.log("inbox")}, what="the URL from the inbox")
         time.sleep(1.0)
-        sent_while_paused = [e for e in web.log("steered") if e.start > paused_at + 0.5]  # a poll, and a request already handed out
+        sent_while_paused = [e for e in web.log("steered") if e.start > paused_at + 0.3]  # one handed out already may leave
         assert sent_while_paused == []
+        database.query("UPDATE domain_controls SET reset_requested_at = ? WHERE domain = ? RETURNING domain", (_now(), steered))
+        _wait_for(lambda: f"Pacing of {steered} reset by an operator" in log.read_text(errors="replace"), what="the reset")
         database.query("UPDATE crawl_jobs SET cancel_requested_at = ? WHERE id = 'steered' RETURNING id", (_now(),))
     finally:
         _finish(worker, log)
@@ -92,6 +95,8 @@ def test_operators_pause_a_domain_seed_a_url_and_cancel_the_job(web: TestWeb, da
     # What the process reported about itself
     ((state, stats),) = database.query("SELECT state, stats FROM workers WHERE job_id = 'steered'")
     assert state == "finished" and json.loads(stats)["response_received_count"] > 0
+    assert json.loads(stats)["control/domain_reset_count"] == 1
+    assert database.query("SELECT adaptive_delay_seconds FROM domains WHERE domain = ?", (steered,)) == [(0,)]
     assert database.query("SELECT COUNT(*) FROM stats_samples WHERE job_id = 'steered'")[0][0] >= 3
     served = web.log("steered")
     state_rows = dict(database.query("SELECT domain, pages FROM domain_state"))
