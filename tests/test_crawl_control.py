@@ -96,6 +96,8 @@ def test_operators_pause_a_domain_seed_a_url_and_cancel_the_job(web: TestWeb, da
     ((state, stats),) = database.query("SELECT state, stats FROM workers WHERE job_id = 'steered'")
     assert state == "finished" and json.loads(stats)["response_received_count"] > 0
     assert json.loads(stats)["control/domain_reset_count"] == 1
+    samples = [json.loads(stats) for (stats,) in database.query("SELECT stats FROM stats_samples ORDER BY sampled_at")]
+    assert any(sample.get("frontier/queued", 0) > 0 for sample in samples)
     assert database.query("SELECT adaptive_delay_seconds FROM domains WHERE domain = ?", (steered,)) == [(0,)]
     assert database.query("SELECT COUNT(*) FROM stats_samples WHERE job_id = 'steered'")[0][0] >= 3
     served = web.log("steered")
@@ -115,6 +117,8 @@ class OverriddenCrawl:
     sent: list[AuditedRequest]
     """The crawler's request log of the host, by start."""
     jobs: set[str]
+    samples: list[dict[str, Any]]
+    """The stats samples of both processes."""
     audit: dict[str, Any]
     """``scrapy audit HOST --json``."""
 
@@ -139,6 +143,7 @@ def overridden_crawl(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> 
         finally:
             delete_matching(redis.Redis.from_url(REDIS_URL), f"crawler:{crawl_name}:*")
         rows = database.query("SELECT url, started_at, ended_at, job_id FROM request_log ORDER BY started_at")
+        samples = [json.loads(stats) for (stats,) in database.query("SELECT stats FROM stats_samples")]
         audit = subprocess.run(
             [sys.executable, "-m", "scrapy", "audit", _host(web, "overridden"), "--json", "-s", f"DATABASE_URL={database.url}"],
             cwd=ROOT, capture_output=True, text=True, timeout=60, env=crawl_environment(),
@@ -148,6 +153,7 @@ def overridden_crawl(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> 
         served=sorted(web.log("overridden"), key=lambda e: e.start),
         sent=[AuditedRequest(url, started.timestamp(), ended.timestamp(), None, "", None) for url, started, ended, _ in rows],
         jobs={job for *_, job in rows},
+        samples=samples,
         audit=json.loads(audit.stdout),
     )
 
@@ -156,6 +162,7 @@ def test_an_override_is_obeyed_by_two_shared_processes(overridden_crawl: Overrid
     served, sent = overridden_crawl.served, overridden_crawl.sent
     assert len(served) == len(sent) == 1 + 1 + 40  # robots.txt, / and /p/0 … /p/39 (/private is disallowed)
     assert len(overridden_crawl.jobs) == 2  # both processes sent requests
+    assert any("frontier/lease_reclaimed" in sample for sample in overridden_crawl.samples)  # the shared frontier's figures
     # Every start spaced from the one before as the crawler sent them, never over 4 at once.
     assert min(b.started - a.started for a, b in zip(sent, sent[1:])) >= 0.1 - TOLERANCE
     assert max_in_flight(sent)[0] <= 4
