@@ -83,6 +83,8 @@ def test_operators_pause_a_domain_seed_a_url_and_cancel_the_job(web: TestWeb, da
         assert sent_while_paused == []
         database.query("UPDATE domain_controls SET reset_requested_at = ? WHERE domain = ? RETURNING domain", (_now(), steered))
         _wait_for(lambda: f"Pacing of {steered} reset by an operator" in log.read_text(errors="replace"), what="the reset")
+        database.query("INSERT INTO domain_controls (domain, paused, updated_by, updated_at) VALUES ('*', TRUE, 'test', ?) RETURNING domain", (_now(),))
+        _wait_for(lambda: database.query("SELECT state FROM workers WHERE job_id = 'steered'") == [("paused",)], what="the whole crawl's pause")
         database.query("UPDATE crawl_jobs SET cancel_requested_at = ? WHERE id = 'steered' RETURNING id", (_now(),))
     finally:
         _finish(worker, log)
