@@ -1,7 +1,8 @@
 """Seeing and steering running crawls, asserted from the test web's own request log and the
 rows: heartbeats, stats samples, domain state and the request log written during a crawl;
-a domain paused, a URL taken from the inbox and a job cancelled by operators; a per-domain
-override obeyed by two shared processes; the audit matching the server's log."""
+a domain paused, a URL taken from the inbox, a domain reset, the whole crawl paused and the
+job cancelled by operators; a per-domain override obeyed by two shared processes; the audit
+matching the server's log."""
 
 from __future__ import annotations
 
