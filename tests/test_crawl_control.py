@@ -1,7 +1,8 @@
 """Seeing and steering running crawls, asserted from the test web's own request log and the
 rows: heartbeats, stats samples, domain state and the request log written during a crawl;
-a domain paused, a URL taken from the inbox and a job cancelled by operators; a per-domain
-override obeyed by two shared processes; the audit matching the server's log."""
+a domain paused, a URL taken from the inbox, a domain reset, the whole crawl paused and the
+job cancelled by operators; a per-domain override obeyed by two shared processes; the audit
+matching the server's log."""
 
 from __future__ import annotations
 
@@ -73,13 +74,18 @@ def test_operators_pause_a_domain_seed_a_url_and_cancel_the_job(web: TestWeb, da
     worker = start_crawl("links", database, log, url=web.url("steered"), job_id="steered", settings=settings)
     try:
         _wait_for(lambda: _worker_running(database, "steered") and len(web.log("steered")) >= 3, what="the crawl")
-        paused_at = time.time()
         database.query("INSERT INTO domain_controls (domain, paused, updated_by, updated_at) VALUES (?, TRUE, 'test', ?) RETURNING domain", (steered, _now()))
         database.query("INSERT INTO frontier_inbox (url, added_by, added_at) VALUES (?, 'test', ?) RETURNING id", (web.url("inbox", "/p/1"), _now()))
+        _wait_for(lambda: "Domain controls applied" in log.read_text(errors="replace"), what="the pause")
+        paused_at = time.time()
         _wait_for(lambda: "/p/1" in {e.path for e in web.log("inbox")}, what="the URL from the inbox")
         time.sleep(1.0)
-        sent_while_paused = [e for e in web.log("steered") if e.start > paused_at + 0.5]  # a poll, and a request already handed out
+        sent_while_paused = [e for e in web.log("steered") if e.start > paused_at + 0.3]  # one handed out already may leave
         assert sent_while_paused == []
+        database.query("UPDATE domain_controls SET reset_requested_at = ? WHERE domain = ? RETURNING domain", (_now(), steered))
+        _wait_for(lambda: f"Pacing of {steered} reset by an operator" in log.read_text(errors="replace"), what="the reset")
+        database.query("INSERT INTO domain_controls (domain, paused, updated_by, updated_at) VALUES ('*', TRUE, 'test', ?) RETURNING domain", (_now(),))
+        _wait_for(lambda: database.query("SELECT state FROM workers WHERE job_id = 'steered'") == [("paused",)], what="the whole crawl's pause")
         database.query("UPDATE crawl_jobs SET cancel_requested_at = ? WHERE id = 'steered' RETURNING id", (_now(),))
     finally:
         _finish(worker, log)
@@ -92,6 +98,10 @@ def test_operators_pause_a_domain_seed_a_url_and_cancel_the_job(web: TestWeb, da
     # What the process reported about itself
     ((state, stats),) = database.query("SELECT state, stats FROM workers WHERE job_id = 'steered'")
     assert state == "finished" and json.loads(stats)["response_received_count"] > 0
+    assert json.loads(stats)["control/domain_reset_count"] == 1
+    samples = [json.loads(stats) for (stats,) in database.query("SELECT stats FROM stats_samples ORDER BY sampled_at")]
+    assert any(sample.get("frontier/queued", 0) > 0 for sample in samples)
+    assert database.query("SELECT adaptive_delay_seconds FROM domains WHERE domain = ?", (steered,)) == [(0,)]
     assert database.query("SELECT COUNT(*) FROM stats_samples WHERE job_id = 'steered'")[0][0] >= 3
     served = web.log("steered")
     state_rows = dict(database.query("SELECT domain, pages FROM domain_state"))
@@ -110,6 +120,8 @@ class OverriddenCrawl:
     sent: list[AuditedRequest]
     """The crawler's request log of the host, by start."""
     jobs: set[str]
+    samples: list[dict[str, Any]]
+    """The stats samples of both processes."""
     audit: dict[str, Any]
     """``scrapy audit HOST --json``."""
 
@@ -134,6 +146,7 @@ def overridden_crawl(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> 
         finally:
             delete_matching(redis.Redis.from_url(REDIS_URL), f"crawler:{crawl_name}:*")
         rows = database.query("SELECT url, started_at, ended_at, job_id FROM request_log ORDER BY started_at")
+        samples = [json.loads(stats) for (stats,) in database.query("SELECT stats FROM stats_samples")]
         audit = subprocess.run(
             [sys.executable, "-m", "scrapy", "audit", _host(web, "overridden"), "--json", "-s", f"DATABASE_URL={database.url}"],
             cwd=ROOT, capture_output=True, text=True, timeout=60, env=crawl_environment(),
@@ -143,6 +156,7 @@ def overridden_crawl(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> 
         served=sorted(web.log("overridden"), key=lambda e: e.start),
         sent=[AuditedRequest(url, started.timestamp(), ended.timestamp(), None, "", None) for url, started, ended, _ in rows],
         jobs={job for *_, job in rows},
+        samples=samples,
         audit=json.loads(audit.stdout),
     )
 
@@ -151,6 +165,7 @@ def test_an_override_is_obeyed_by_two_shared_processes(overridden_crawl: Overrid
     served, sent = overridden_crawl.served, overridden_crawl.sent
     assert len(served) == len(sent) == 1 + 1 + 40  # robots.txt, / and /p/0 … /p/39 (/private is disallowed)
     assert len(overridden_crawl.jobs) == 2  # both processes sent requests
+    assert any("frontier/lease_reclaimed" in sample for sample in overridden_crawl.samples)  # the shared frontier's figures
     # Every start spaced from the one before as the crawler sent them, never over 4 at once.
     assert min(b.started - a.started for a, b in zip(sent, sent[1:])) >= 0.1 - TOLERANCE
     assert max_in_flight(sent)[0] <= 4

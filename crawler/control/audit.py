@@ -99,7 +99,7 @@ def robots_summary(decisions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any
 
 def _gap(first: LoggedRequest, second: LoggedRequest) -> dict[str, Any]:
     return {
-        "seconds": second.started - first.started,
+        "seconds": round(second.started - first.started, 6),  # times are kept to the microsecond
         "delay_in_force": first.delay,
         "at": _iso(second.started),
         "after": first.url,
@@ -110,7 +110,7 @@ def _gap(first: LoggedRequest, second: LoggedRequest) -> dict[str, Any]:
 def _refusal(refused: LoggedRequest, requests: list[LoggedRequest]) -> dict[str, Any]:
     end = refused.ended if refused.ended is not None else refused.started
     following = [r.started for r in requests if r.started >= end and r is not refused]
-    return {"url": refused.url, "at": _iso(end), "waited": min(following) - end if following else None}
+    return {"url": refused.url, "at": _iso(end), "waited": round(min(following) - end, 6) if following else None}
 
 
 def _outcome(request: LoggedRequest) -> str:

@@ -53,7 +53,8 @@ class CrawlControl(PeriodicExtension):
         if controls.domains != self.controls.domains:
             await self._apply(controls)
         for domain, at in controls.resets.items():
-            if at > max(self.controls.resets.get(domain, self.started_at), self.started_at):
+            # A reset names one domain; a pattern's would reset no real one.
+            if "*" not in domain and at > max(self.controls.resets.get(domain, self.started_at), self.started_at):
                 await self._reset(domain)
         self.controls = controls
         if self.inbox:

@@ -15,6 +15,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from crawler.control.activity import DomainActivity
+from crawler.control.frontier_stats import frontier_stats
 from crawler.control.snapshots import DomainSnapshots
 from crawler.control.worker import stats_json, worker_id, worker_row
 from crawler.extensions.periodic import PeriodicExtension
@@ -38,12 +39,13 @@ class Heartbeat(PeriodicExtension):
             crawler.signals.connect(self.request_left_downloader, signal=signals.request_left_downloader)
 
     def spider_opened(self) -> None:
+        self.limiter = limiter_for(self.crawler)
         if self.activity is not None:
-            self.snapshots = DomainSnapshots(self.crawler, limiter_for(self.crawler), self.activity)
+            self.snapshots = DomainSnapshots(self.crawler, self.limiter, self.activity)
         super().spider_opened()
 
     async def tick(self) -> bool:
-        self._report(self.state)
+        self._report(self.state, await frontier_stats(self.crawler, self.limiter))
         if self.snapshots is not None:
             self._observed().domain_state.extend(await self.snapshots.rows())
         return True
@@ -61,11 +63,11 @@ class Heartbeat(PeriodicExtension):
         assert self.activity is not None
         self.activity.left(domain_key(request), id(request))
 
-    def _report(self, state: str) -> None:
+    def _report(self, state: str, extra: dict[str, Any] | None = None) -> None:
         now = datetime.now(UTC)
         spider = self.spider
         wid = worker_id(spider.job_id)
-        stats = stats_json({**self.crawler.stats.get_stats(), "storage/pending_rows": self._pending_rows()})
+        stats = stats_json({**self.crawler.stats.get_stats(), **(extra or {}), "storage/pending_rows": self._pending_rows()})
         observed = self._observed()
         observed.workers.append(worker_row(wid, spider, self.started_at, now, state, stats))
         observed.stats_samples.append((wid, spider.job_id, now, stats))
