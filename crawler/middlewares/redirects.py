@@ -15,7 +15,6 @@ from typing import Any
 from scrapy import Request
 from scrapy.downloadermiddlewares.redirect import BaseRedirectMiddleware, MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.exceptions import IgnoreRequest
-from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.guard.blocked import RedirectRefused, refuse
 from crawler.middlewares.address_guard import AddressGuardMiddleware
@@ -43,8 +42,7 @@ class CheckedRedirects(BaseRedirectMiddleware):
             self.crawler.stats.inc_value("redirect/out_of_scope")
             raise RedirectRefused(f"redirect out of scope: {request.url} -> {redirected.url}")
         guard = self.crawler.get_downloader_middleware(AddressGuardMiddleware)
-        host = urlparse_cached(redirected).hostname
-        refusal = guard.policy.check_host(host) if guard is not None and host else None
+        refusal = guard.refusal(redirected) if guard is not None else None
         if refusal is not None:
             blocked = refuse(self.crawler.stats, redirected, refusal)
             raise RedirectRefused(f"redirect to {redirected.url}: {blocked}")
