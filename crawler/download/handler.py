@@ -36,7 +36,7 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
             refusal = resolver.refusals.get(host) if resolver is not None else None
             if refusal is None:
                 raise
-            guard = self._crawler.get_downloader_middleware(AddressGuardMiddleware)
+            guard = AddressGuardMiddleware.of(self._crawler)
             if guard is not None and guard.seeded(request):  # a seed of another process
                 return await super().download_request(request)
             raise refuse(self._crawler.stats, request, refusal) from None

@@ -37,6 +37,14 @@ class AddressGuardMiddleware:
             return cls(crawler, resolver.policy)
         return cls(crawler, AddressPolicy(parse_networks(crawler.settings.getlist("CRAWLER_ALLOWED_NETWORKS"))))
 
+    @classmethod
+    def of(cls, crawler: Crawler) -> AddressGuardMiddleware | None:
+        """The crawl's guard, or None (disabled, or no engine: ``scrapy seed`` builds a spider)."""
+        try:
+            return crawler.get_downloader_middleware(cls)
+        except RuntimeError:
+            return None
+
     def allow_seed(self, url: str) -> None:
         host = urlsplit(url).hostname
         if host:

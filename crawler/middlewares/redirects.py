@@ -41,7 +41,7 @@ class CheckedRedirects(BaseRedirectMiddleware):
         if scope is not None and not request.meta.get("dont_obey_robotstxt") and redirected.url not in scope:
             self.crawler.stats.inc_value("redirect/out_of_scope")
             raise RedirectRefused(f"redirect out of scope: {request.url} -> {redirected.url}")
-        guard = self.crawler.get_downloader_middleware(AddressGuardMiddleware)
+        guard = AddressGuardMiddleware.of(self.crawler)
         refusal = guard.refusal(redirected) if guard is not None else None
         if refusal is not None:
             blocked = refuse(self.crawler.stats, redirected, refusal)

@@ -77,7 +77,7 @@ class BaseCrawlSpider(Spider):
     def seed_urls(self) -> Iterator[str]:
         """The seeds in normal form, each added to the crawl's scope and allowed by the address
         guard whatever its address; an invalid seed is logged and skipped."""
-        guard = self.crawler.get_downloader_middleware(AddressGuardMiddleware)
+        guard = AddressGuardMiddleware.of(self.crawler)
         for seed in self.seeds:
             try:
                 url = self.normalize(seed)
