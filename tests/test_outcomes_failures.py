@@ -57,7 +57,12 @@ def test_protocol_and_tls_errors_are_final(exception: Exception) -> None:
 def test_resets_hang_ups_and_timeouts_may_pass(exception: Exception) -> None:
     assert not is_final(exception)
     assert is_site_failure(exception)
-    assert describe(exception) is None
+
+
+def test_transport_errors_are_said_plainly() -> None:
+    assert describe(_download_failed(ConnectionDone(), never=True)) == "no response: ConnectionDone: Connection was closed cleanly."
+    assert describe(_download_failed(ConnectionLost())).startswith("response cut off: ConnectionLost: ")
+    assert describe(DownloadTimeoutError("took longer than 3 s")) is None
 
 
 def test_final_errors_are_said_plainly() -> None:

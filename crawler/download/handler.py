@@ -17,6 +17,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from crawler.download.headers import BoundedHTTP11ClientFactory, HeaderLimits
 from crawler.guard.blocked import refuse
 from crawler.guard.resolver import installed_resolver
+from crawler.middlewares.address_guard import AddressGuardMiddleware
 
 
 class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
@@ -35,4 +36,7 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
             refusal = resolver.refusals.get(host) if resolver is not None else None
             if refusal is None:
                 raise
+            guard = AddressGuardMiddleware.of(self._crawler)
+            if guard is not None and guard.seeded(request):  # a seed of another process
+                return await super().download_request(request)
             raise refuse(self._crawler.stats, request, refusal) from None

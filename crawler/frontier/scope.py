@@ -29,7 +29,11 @@ class Scope:
         self._allowed.add(self._key(url))
 
     def __contains__(self, url: str) -> bool:
-        return self.mode == "any" or self._key(url) in self._allowed
+        return self.mode == "any" or self.seeded(url)
+
+    def seeded(self, url: str) -> bool:
+        """Whether ``url`` is on a seed's host (its site, in the ``site`` mode)."""
+        return self._key(url) in self._allowed
 
     def _key(self, url: str) -> str:
         return site_of(url) if self.mode == "site" else urlsplit(url).netloc.rpartition("@")[2].lower()

@@ -18,6 +18,11 @@ class BlockedByPolicy(IgnoreRequest):
     redirect out of scope); its row is ``blocked_by_policy`` and the message says why."""
 
 
+class RedirectRefused(BlockedByPolicy):
+    """A redirect to a URL out of scope or at a refused address: the URL that redirected may
+    itself be fine."""
+
+
 def refuse(stats: StatsCollector | None, request: Request, refusal: Refusal) -> BlockedByPolicy:
     """Count and log an address refusal; the exception to raise for it."""
     if stats is not None:

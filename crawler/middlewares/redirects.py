@@ -15,9 +15,8 @@ from typing import Any
 from scrapy import Request
 from scrapy.downloadermiddlewares.redirect import BaseRedirectMiddleware, MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.exceptions import IgnoreRequest
-from scrapy.utils.httpobj import urlparse_cached
 
-from crawler.guard.blocked import BlockedByPolicy, refuse
+from crawler.guard.blocked import RedirectRefused, refuse
 from crawler.middlewares.address_guard import AddressGuardMiddleware
 
 
@@ -41,13 +40,12 @@ class CheckedRedirects(BaseRedirectMiddleware):
         scope = getattr(spider, "scope", None)
         if scope is not None and not request.meta.get("dont_obey_robotstxt") and redirected.url not in scope:
             self.crawler.stats.inc_value("redirect/out_of_scope")
-            raise BlockedByPolicy(f"redirect out of scope: {request.url} -> {redirected.url}")
-        guard = self.crawler.get_downloader_middleware(AddressGuardMiddleware)
-        host = urlparse_cached(redirected).hostname
-        refusal = guard.policy.check_host(host) if guard is not None and host else None
+            raise RedirectRefused(f"redirect out of scope: {request.url} -> {redirected.url}")
+        guard = AddressGuardMiddleware.of(self.crawler)
+        refusal = guard.refusal(redirected) if guard is not None else None
         if refusal is not None:
             blocked = refuse(self.crawler.stats, redirected, refusal)
-            raise BlockedByPolicy(f"redirect to {redirected.url}: {blocked}")
+            raise RedirectRefused(f"redirect to {redirected.url}: {blocked}")
 
 
 def _shown(chain: list[str], target: str, most: int = 6) -> str:

@@ -23,13 +23,14 @@ from weakref import WeakKeyDictionary
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
-from scrapy.http.headers import Headers
 from scrapy.http import Response
+from scrapy.http.headers import Headers
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from crawler.frontier.meta import DOMAIN, HOLDER, RESERVATION, domain_key, robots_holder, wake_engine
 from crawler.guard import BlockedByPolicy
+from crawler.guard.blocked import RedirectRefused
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.robots.cache import CACHED_RESPONSE_FLAG, RobotsCache, RobotsEntry
 from crawler.robots.rules import MAX_BYTES, RobotsRules
@@ -136,9 +137,13 @@ class RobotsMiddleware:
         try:
             response = await self.crawler.engine.download_async(request)
         except BlockedByPolicy as exc:
-            # The address guard refused the domain: its pages meet the same check, each refused
-            # as its own row with the reason, rather than blocked by rules never read.
-            entry = self._store(domain, RobotsRules.allowing_all(self.user_agent, f"robots.txt {exc}"), None, b"")
+            # The address guard refused the domain itself: its pages meet the same check, each
+            # refused as its own row with the reason, rather than blocked by rules never read. A
+            # redirect refused elsewhere leaves the file unreachable.
+            self.stats.inc_value(f"robotstxt/exception_count/{global_object_name(type(exc))}")
+            cause = f"robots.txt {exc}"
+            rules = unreachable(self.user_agent, cause, fail_open=self.fail_open) if isinstance(exc, RedirectRefused) else RobotsRules.allowing_all(self.user_agent, cause)
+            entry = self._store(domain, rules, None, b"")
         except Exception as exc:  # any failure to get an answer is "unreachable"
             self.stats.inc_value(f"robotstxt/exception_count/{global_object_name(type(exc))}")
             entry = self._store(domain, unreachable(self.user_agent, no_answer(exc), fail_open=self.fail_open), None, b"")

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from OpenSSL.SSL import Error as TLSError
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from twisted.python.failure import Failure
-from twisted.web._newclient import BadHeaders, ParseError
+from twisted.web._newclient import BadHeaders, ParseError, ResponseNeverReceived
 from twisted.web.client import ResponseFailed
 
 from crawler.download.headers import HeadersTooLarge
@@ -46,8 +46,10 @@ def is_site_failure(exception: BaseException) -> bool:
 
 
 def describe(exception: BaseException) -> str | None:
-    """A protocol or TLS error said plainly, or None for the others."""
-    for cause in causes(exception):
+    """A protocol, TLS or transport error said plainly (not as a list of Twisted failures), or
+    None for the others."""
+    found = list(causes(exception))
+    for cause in found:
         if isinstance(cause, TLSError):
             details = [part for entry in (cause.args[0] if cause.args and isinstance(cause.args[0], list) else []) for part in entry[-1:]]
             return f"TLS error: {', '.join(map(str, details)) or cause}"
@@ -55,4 +57,9 @@ def describe(exception: BaseException) -> str | None:
             return str(cause)
         if isinstance(cause, _PROTOCOL_ERRORS):
             return f"not an HTTP response: {type(cause).__name__}: {' '.join(map(str, cause.args))}".rstrip(": ")
+    for cause in found:
+        if isinstance(cause, ResponseFailed):
+            what = "no response" if isinstance(cause, ResponseNeverReceived) else "response cut off"
+            reasons = "; ".join(f"{type(r.value).__name__}: {r.value}" for r in cause.reasons if isinstance(r, Failure))
+            return f"{what}: {reasons}"
     return None

@@ -27,8 +27,8 @@ class SharedScope(Scope):
         super().add_seed(url)
         self.client.sadd(self.key, self._key(url))  # at start, or by ``scrapy seed``: Redis must answer
 
-    def __contains__(self, url: str) -> bool:
-        if super().__contains__(url):
+    def seeded(self, url: str) -> bool:
+        if super().seeded(url):
             return True
         key = self._key(url)
         checked = self._outside.get(key)

@@ -123,7 +123,7 @@ class BaseCrawlSpider(Spider):
         """The seeds (the spider's, or ``seeds`` added while it runs) in normal form, each added
         to the crawl's scope and allowed by the address guard whatever its address; an invalid
         seed is logged and skipped."""
-        guard = self.crawler.get_downloader_middleware(AddressGuardMiddleware)
+        guard = AddressGuardMiddleware.of(self.crawler)
         for seed in self.seeds if seeds is None else seeds:
             try:
                 url = self.normalize(seed)

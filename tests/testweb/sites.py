@@ -416,7 +416,8 @@ class HostileWebSite(HostileSitemapSite):
         if path == "/to-target-301-spelled":
             return redirect(targets[1], 301)
         if path == "/to-target-refresh":
-            return html("Refresh", head=f'<meta http-equiv="refresh" content="0; url={targets[-1]}">')
+            # a URL nothing else links to: its own refusal, not a redirect to a URL seen before
+            return html("Refresh", head=f'<meta http-equiv="refresh" content="0; url={targets[-1]}?via=refresh">')
         if path == "/big-50mb":
             return _big_page()
         if path == "/gzip-bomb":
