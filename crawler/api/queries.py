@@ -112,22 +112,24 @@ async def learned_delays(db: Database) -> list[float]:
     return [float(v) for (v,) in await db.raw("SELECT learned_delay FROM domain_state WHERE learned_delay IS NOT NULL")]
 
 
+def page_filters(
+    *, domain: str | None = None, status: str | None = None, since: datetime | None = None, until: datetime | None = None
+) -> tuple[list[str], list[Any]]:
+    """Conditions on ``pages`` (ANDed) and their parameters."""
+    conditions, params = [], []
+    for condition, value in (("domain = ?", domain), ("status = ?", status), ("crawled_at >= ?", since), ("crawled_at < ?", until)):
+        if value is not None:
+            conditions.append(condition)
+            params.append(value)
+    return conditions, params
+
+
 async def pages(
     db: Database, *, limit: int, after: tuple[datetime, int] | None, domain: str | None, status: str | None,
     since: datetime | None, until: datetime | None,
 ) -> list[dict[str, Any]]:
     """Newest first, by (crawled_at, id): a keyset page, which an index answers at any depth."""
-    conditions, params = [], []
-    for column, value in (("domain", domain), ("status", status)):
-        if value is not None:
-            conditions.append(f"{column} = ?")
-            params.append(value)
-    if since is not None:
-        conditions.append("crawled_at >= ?")
-        params.append(since)
-    if until is not None:
-        conditions.append("crawled_at < ?")
-        params.append(until)
+    conditions, params = page_filters(domain=domain, status=status, since=since, until=until)
     if after is not None:
         moment, row_id = after
         conditions.append("(crawled_at < ? OR (crawled_at = ? AND id < ?))")
