@@ -25,6 +25,7 @@ import crawler.settings
 from bench.api_common import UNLIMITED, scratch_database
 from crawler.api import queries
 from crawler.api.config import ServeConfig
+from crawler.api.database import Database as ApiDatabase
 from crawler.api.overview import gather
 from crawler.api.services import Services
 from tests.api_contract import ensure_contract_tables, sample_stats
@@ -137,6 +138,19 @@ async def refresh_database_time(database: Database, refreshes: int) -> list[tupl
     return results[1:]  # the first warms the pool
 
 
+async def round_trip(database: Database, count: int) -> float:
+    db = await ApiDatabase.open(database.url)
+    try:
+        times = []
+        for _ in range(count):
+            start = time.perf_counter()
+            await db.raw("SELECT 1")
+            times.append(time.perf_counter() - start)
+    finally:
+        await db.close()
+    return statistics.median(times)
+
+
 def summary(name: str, durations: list[float]) -> str:
     ordered = sorted(durations)
     p95 = ordered[int(0.95 * len(ordered)) - 1]
@@ -166,10 +180,14 @@ def main() -> None:
                 "/api/pages?status=error": ["/api/pages?status=error&limit=100"],
                 "/api/stats": ["/api/stats"],
             }
+            # The machine's floor at the moment (shared and noisy): a route that reads no database.
+            print(summary("/openapi.json (no database: the floor)", timed_requests(server, ["/openapi.json"], args.requests)))
             for label, paths in routes.items():
                 print(summary(label, timed_requests(server, paths, args.requests)))
         finally:
             server.stop()
+        floor = asyncio.run(round_trip(database, 50))
+        print(f"SELECT 1 through the API's pool (the database floor): median {floor * 1000:.1f} ms")
         refreshes = asyncio.run(refresh_database_time(database, 50))
         times = [t for t, _ in refreshes]
         print(f"dashboard refresh, database time over {len(times)} refreshes ({refreshes[0][1]} statements): "

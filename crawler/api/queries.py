@@ -79,8 +79,12 @@ async def domains(db: Database, sort: str, descending: bool, limit: int, offset:
     """A page of domains sorted by ``sort`` (those with a snapshot), then those known only
     from the domains table by name; and how many there are in all."""
     params: list[Any] = [f"%{search}%"] if search else []
-    in_state = int(await db.scalar(f"SELECT COUNT(*) FROM domain_state ds {'WHERE ds.domain LIKE ?' if search else ''}", params) or 0)
-    stored = int(await db.scalar(f"SELECT COUNT(*) {_STORED_ONLY.format(where='AND d.domain LIKE ?' if search else '')}", params) or 0)
+    counts = await db.raw(  # both counts in one round trip
+        f"SELECT (SELECT COUNT(*) FROM domain_state ds {'WHERE ds.domain LIKE ?' if search else ''}), "
+        f"(SELECT COUNT(*) {_STORED_ONLY.format(where='AND d.domain LIKE ?' if search else '')})",
+        params * 2,
+    )  # fmt: skip
+    in_state, stored = (int(n or 0) for n in counts[0])
     order = f"{DOMAIN_SORTS[sort]} {'DESC' if descending else 'ASC'}, ds.domain"
     rows = []
     if offset < in_state:
