@@ -130,7 +130,7 @@ async def refresh_database_time(database: Database, refreshes: int) -> list[tupl
             # One after another (the API runs some at once): the sum is the database's time, not waits for the pool.
             await gather(found)
             await queries.samples(found.db, datetime.fromtimestamp(now - 15 * 60 - 20, UTC))
-            await queries.domains(found.db, "delay", True, DASHBOARD_DOMAINS, 0, None)
+            await queries.domains(found.db, "delay", True, DASHBOARD_DOMAINS, 0, None, found.stored_only)
             await found.db.raw(f"SELECT {', '.join(queries.JOB_COLUMNS)} FROM crawl_jobs ORDER BY started_at DESC LIMIT 20")
             results.append((timer.total, timer.count))
     finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -75,16 +77,37 @@ async def samples(db: Database, since: datetime) -> list[Sample]:
     return [Sample(worker, epoch(at) or 0.0, numeric(stats_of(stats))) for worker, at, stats in rows]
 
 
-async def domains(db: Database, sort: str, descending: bool, limit: int, offset: int, search: str | None) -> tuple[int, list[dict[str, Any]]]:
+class StoredOnlyCount:
+    """How many domains are known only from the domains table, recounted at most every
+    ``seconds``: the anti-join costs more than the page itself, and these domains (crawled
+    before snapshots were kept) change rarely."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
+        self.seconds = seconds
+        self.clock = clock
+        self._value: tuple[float, int] | None = None
+
+    async def get(self, db: Database) -> int:
+        now = self.clock()
+        if self._value is None or now - self._value[0] >= self.seconds:
+            self._value = (now, int(await db.scalar(f"SELECT COUNT(*) {_STORED_ONLY.format(where='')}") or 0))
+        return self._value[1]
+
+
+async def domains(
+    db: Database, sort: str, descending: bool, limit: int, offset: int, search: str | None, stored_only: StoredOnlyCount
+) -> tuple[int, list[dict[str, Any]]]:
     """A page of domains sorted by ``sort`` (those with a snapshot), then those known only
     from the domains table by name; and how many there are in all."""
     params: list[Any] = [f"%{search}%"] if search else []
-    counts = await db.raw(  # both counts in one round trip
-        f"SELECT (SELECT COUNT(*) FROM domain_state ds {'WHERE ds.domain LIKE ?' if search else ''}), "
-        f"(SELECT COUNT(*) {_STORED_ONLY.format(where='AND d.domain LIKE ?' if search else '')})",
-        params * 2,
-    )  # fmt: skip
-    in_state, stored = (int(n or 0) for n in counts[0])
+    if search:
+        counts = await db.raw(
+            f"SELECT (SELECT COUNT(*) FROM domain_state ds WHERE ds.domain LIKE ?), (SELECT COUNT(*) {_STORED_ONLY.format(where='AND d.domain LIKE ?')})",
+            params * 2,
+        )  # fmt: skip
+        in_state, stored = (int(n or 0) for n in counts[0])
+    else:
+        in_state, stored = int(await db.scalar("SELECT COUNT(*) FROM domain_state") or 0), await stored_only.get(db)
     order = f"{DOMAIN_SORTS[sort]} {'DESC' if descending else 'ASC'}, ds.domain"
     rows = []
     if offset < in_state:
