@@ -33,7 +33,8 @@ def main() -> None:
                 "--exclude-path", "/api/auth/logout",  # it would end the session the run uses
                 "-H", f"Cookie: crawler_session={cookie}", "--seed", "1", "--no-color",
             ]  # fmt: skip
-            result = subprocess.run(command, text=True, capture_output=True)
+            # In a folder of its own: schemathesis leaves a cache of its findings where it runs.
+            result = subprocess.run(command, text=True, capture_output=True, cwd=tempfile.mkdtemp())
             print(result.stdout[-6000:], result.stderr[-2000:])
             print(f"schemathesis exit status {result.returncode} ({'no 5xx found' if result.returncode == 0 else 'failures above'})")
         finally:
