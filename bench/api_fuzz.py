@@ -5,53 +5,40 @@ PostgreSQL database holding what a crawl writes. The check that matters: no 5xx 
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
-import uuid
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-import psycopg
-
+from bench.api_common import UNLIMITED, scratch_database
 from tests.api_contract import populate_as_a_crawl
 from tests.api_server import ServeProcess, create_users, migrate
-from tests.conftest import POSTGRES_ADMIN_URL
-from tests.helpers import Database
-
-UNLIMITED = json.dumps({"anonymous": 10**6, "user": 10**6, "admin": 10**6, "seed": 10**6})
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--max-examples", type=int, default=50)
     args = parser.parse_args()
-    name = f"crawler_bench_fuzz_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    database = Database(POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}")
-    server = None
-    try:
+    with scratch_database("crawler_bench_fuzz") as database:
         migrate(database)
         populate_as_a_crawl(database, datetime.now(UTC))
         create_users(database)
-        server = ServeProcess(database, Path(f"/tmp/{name}-serve.log"), {"CRAWLER_API_RATE_LIMITS": UNLIMITED})
-        cookie = server.client().login("admin").cookies["crawler_session"]
-        command = [
-            sys.executable, "-m", "schemathesis.cli", "run", f"{server.url}/openapi.json",
-            "--checks", "not_a_server_error", "--max-examples", str(args.max_examples),
-            "--exclude-path", "/api/auth/logout",  # it would end the session the run uses
-            "-H", f"Cookie: crawler_session={cookie}", "--seed", "1", "--no-color",
-        ]  # fmt: skip
-        result = subprocess.run(command, text=True, capture_output=True)
-        print(result.stdout[-6000:], result.stderr[-2000:])
-        print(f"schemathesis exit status {result.returncode} ({'no 5xx found' if result.returncode == 0 else 'failures above'})")
-    finally:
-        if server is not None:
+        server = ServeProcess(database, Path(tempfile.mkdtemp()) / "serve.log", {"CRAWLER_API_RATE_LIMITS": UNLIMITED})
+        try:
+            cookie = server.client().login("admin").cookies["crawler_session"]
+            command = [
+                sys.executable, "-m", "schemathesis.cli", "run", f"{server.url}/openapi.json",
+                "--checks", "not_a_server_error", "--max-examples", str(args.max_examples),
+                "--exclude-path", "/api/auth/logout",  # it would end the session the run uses
+                "-H", f"Cookie: crawler_session={cookie}", "--seed", "1", "--no-color",
+            ]  # fmt: skip
+            # In a folder of its own: schemathesis leaves a cache of its findings where it runs.
+            result = subprocess.run(command, text=True, capture_output=True, cwd=tempfile.mkdtemp())
+            print(result.stdout[-6000:], result.stderr[-2000:])
+            print(f"schemathesis exit status {result.returncode} ({'no 5xx found' if result.returncode == 0 else 'failures above'})")
+        finally:
             server.stop()
-        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
 
 if __name__ == "__main__":
     main()

@@ -13,7 +13,7 @@ import asyncio
 import json
 import statistics
 import time
-import uuid
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,17 +22,17 @@ import psycopg
 from scrapy.settings import Settings
 
 import crawler.settings
+from bench.api_common import UNLIMITED, scratch_database
 from crawler.api import queries
 from crawler.api.config import ServeConfig
+from crawler.api.database import Database as ApiDatabase
 from crawler.api.overview import gather
 from crawler.api.services import Services
 from tests.api_contract import ensure_contract_tables, sample_stats
 from tests.api_server import ServeProcess, create_users, migrate
-from tests.conftest import POSTGRES_ADMIN_URL
 from tests.helpers import Database
 
 DASHBOARD_DOMAINS = 100
-UNLIMITED = json.dumps({"anonymous": 10**6, "user": 10**6, "admin": 10**6, "seed": 10**6})
 
 
 def fill(database: Database, pages: int, domains: int) -> None:
@@ -130,12 +130,25 @@ async def refresh_database_time(database: Database, refreshes: int) -> list[tupl
             # One after another (the API runs some at once): the sum is the database's time, not waits for the pool.
             await gather(found)
             await queries.samples(found.db, datetime.fromtimestamp(now - 15 * 60 - 20, UTC))
-            await queries.domains(found.db, "delay", True, DASHBOARD_DOMAINS, 0, None)
+            await queries.domains(found.db, "delay", True, DASHBOARD_DOMAINS, 0, None, found.stored_only)
             await found.db.raw(f"SELECT {', '.join(queries.JOB_COLUMNS)} FROM crawl_jobs ORDER BY started_at DESC LIMIT 20")
             results.append((timer.total, timer.count))
     finally:
         await found.close()
     return results[1:]  # the first warms the pool
+
+
+async def round_trip(database: Database, count: int) -> float:
+    db = await ApiDatabase.open(database.url)
+    try:
+        times = []
+        for _ in range(count):
+            start = time.perf_counter()
+            await db.raw("SELECT 1")
+            times.append(time.perf_counter() - start)
+    finally:
+        await db.close()
+    return statistics.median(times)
 
 
 def summary(name: str, durations: list[float]) -> str:
@@ -150,40 +163,35 @@ def main() -> None:
     parser.add_argument("--domains", type=int, default=10_000)
     parser.add_argument("--requests", type=int, default=200)
     args = parser.parse_args()
-    name = f"crawler_bench_api_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    database = Database(POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}")
-    log = Path(f"/tmp/{name}-serve.log")
-    server = None
-    try:
+    with scratch_database("crawler_bench_api") as database:
         migrate(database)
         ensure_contract_tables(database)
         create_users(database)
         start = time.perf_counter()
         fill(database, args.pages, args.domains)
         print(f"filled {args.pages:,} pages and {args.domains:,} domains in {time.perf_counter() - start:.1f} s")
-        server = ServeProcess(database, log, {"CRAWLER_API_RATE_LIMITS": UNLIMITED})
-        routes = {
-            "/api/domains (dashboard: sort=delay, 100)": [f"/api/domains?sort=delay&limit={DASHBOARD_DOMAINS}"],
-            "/api/domains (sorts x offsets, 100)": [f"/api/domains?sort={s}&offset={o}" for s in ("domain", "responses_429", "queued", "errors") for o in (0, 5000)],
-            "/api/pages (newest 100, 50 pages deep)": deep_page_paths(server, "/api/pages?limit=100", 50),
-            "/api/pages?domain (keyset)": deep_page_paths(server, "/api/pages?domain=d42.example&limit=5", 2),
-            "/api/pages?status=error": ["/api/pages?status=error&limit=100"],
-            "/api/stats": ["/api/stats"],
-        }
-        for label, paths in routes.items():
-            print(summary(label, timed_requests(server, paths, args.requests)))
+        server = ServeProcess(database, Path(tempfile.mkdtemp()) / "serve.log", {"CRAWLER_API_RATE_LIMITS": UNLIMITED})
+        try:
+            routes = {
+                "/api/domains (dashboard: sort=delay, 100)": [f"/api/domains?sort=delay&limit={DASHBOARD_DOMAINS}"],
+                "/api/domains (sorts x offsets, 100)": [f"/api/domains?sort={s}&offset={o}" for s in ("domain", "responses_429", "queued", "errors") for o in (0, 5000)],
+                "/api/pages (newest 100, 50 pages deep)": deep_page_paths(server, "/api/pages?limit=100", 50),
+                "/api/pages?domain (keyset)": deep_page_paths(server, "/api/pages?domain=d42.example&limit=5", 2),
+                "/api/pages?status=error": ["/api/pages?status=error&limit=100"],
+                "/api/stats": ["/api/stats"],
+            }
+            # The machine's floor at the moment (shared and noisy): a route that reads no database.
+            print(summary("/openapi.json (no database: the floor)", timed_requests(server, ["/openapi.json"], args.requests)))
+            for label, paths in routes.items():
+                print(summary(label, timed_requests(server, paths, args.requests)))
+        finally:
+            server.stop()
+        floor = asyncio.run(round_trip(database, 50))
+        print(f"SELECT 1 through the API's pool (the database floor): median {floor * 1000:.1f} ms")
         refreshes = asyncio.run(refresh_database_time(database, 50))
         times = [t for t, _ in refreshes]
         print(f"dashboard refresh, database time over {len(times)} refreshes ({refreshes[0][1]} statements): "
               f"median {statistics.median(times) * 1000:.1f} ms, max {max(times) * 1000:.1f} ms")
-    finally:
-        if server is not None:
-            server.stop()
-        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
 
 if __name__ == "__main__":
     main()

@@ -25,9 +25,11 @@ CONTRACT_TABLES = {
     "stats_samples": """CREATE TABLE stats_samples (
         id {id}, worker_id VARCHAR(64), job_id VARCHAR(64), sampled_at {ts}, stats TEXT)""",
     "domain_state": """CREATE TABLE domain_state (
-        domain VARCHAR(255) PRIMARY KEY, effective_delay {real}, robots_delay {real}, learned_delay {real},
-        learned_floor {real}, blocked_until {ts}, circuit VARCHAR(16), in_flight INTEGER, queued INTEGER,
-        pages INTEGER, errors INTEGER, responses_429 INTEGER, updated_at {ts})""",
+        domain VARCHAR(255) PRIMARY KEY, effective_delay {real} NOT NULL, robots_delay {real},
+        learned_delay {real} NOT NULL DEFAULT 0, learned_floor {real} NOT NULL DEFAULT 0, blocked_until {ts},
+        circuit VARCHAR(16) NOT NULL DEFAULT 'closed', in_flight INTEGER NOT NULL DEFAULT 0,
+        queued INTEGER NOT NULL DEFAULT 0, pages BIGINT NOT NULL DEFAULT 0, errors BIGINT NOT NULL DEFAULT 0,
+        responses_429 BIGINT NOT NULL DEFAULT 0, updated_at {ts} NOT NULL)""",
     "request_log": """CREATE TABLE request_log (
         id {id}, domain VARCHAR(255), url TEXT, job_id VARCHAR(64), worker_id VARCHAR(64), started_at {ts},
         ended_at {ts}, http_status INTEGER, outcome VARCHAR(32), delay_in_force {real})""",

@@ -25,9 +25,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProc
     folder = tmp_path_factory.mktemp("browser")
     with _fresh_database("postgresql", folder) as database:
         migrate(database)
-        populate_as_a_crawl(database, datetime.now(UTC))
         create_users(database)
         served = ServeProcess(database, folder / "serve.log")
+        populate_as_a_crawl(database, datetime.now(UTC))  # once serving: the samples' minutes are the latest ones
         try:
             yield served, database
         finally:

@@ -53,10 +53,10 @@ def test_serve_beside_two_shared_crawl_processes(web: TestWeb, postgres_database
     create_users(postgres_database)
     server = ServeProcess(postgres_database, tmp_path / "serve.log", {"REDIS_URL": REDIS_URL})
     settings = {"REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl_name, **CRAWL_SETTINGS}
-    seeds = f"{web.url('fast')},{web.url('limited')}"
+    seeds = f"{web.url('fast')},{web.url('throttling')}"
     logs = [tmp_path / f"worker-{n}.log" for n in range(2)]
     workers = [start_crawl("links", postgres_database, log, url=seeds, settings=settings) for log in logs]
-    fast, limited = (f"{web.addresses[label]}:{web.port}" for label in ("fast", "limited"))
+    fast, throttled = (f"{web.addresses[label]}:{web.port}" for label in ("fast", "throttling"))
     try:
         anonymous = server.client("127.0.2.1")
         viewer = server.client("127.0.2.2").login("viewer")
@@ -76,23 +76,23 @@ def test_serve_beside_two_shared_crawl_processes(web: TestWeb, postgres_database
 
         def throttled_row() -> dict | None:
             rows = {r["domain"]: r for r in viewer.get("/api/domains?limit=1000").json()["domains"]}
-            row = rows.get(limited)
-            return row if fast in rows and row and row["responses_429"] > 0 and row["learned_delay"] > 0 else None
+            row = rows.get(throttled)
+            seen = row and row["responses_429"] > 0 and row["learned_delay"] > 0 and row["blocked_until"] is not None
+            return row if fast in rows and seen else None
 
-        row = _until(throttled_row, 60, "both hosts listed, the 429 host with its 429s and learned delay")
-        assert row["blocked_until"] is not None
+        _until(throttled_row, 60, "both hosts listed, the 429 host with its 429s, block and learned delay")
 
         _until(lambda: any(p["url"] == seeded for p in viewer.get(f"/api/pages?domain={fast}&limit=1000").json()["pages"]), 30, "the seeded URL crawled")
 
-        assert admin.post(f"/api/domains/{limited}/pause").status == 200
+        assert admin.post(f"/api/domains/{throttled}/pause").status == 200
         time.sleep(2.0)  # two polls and the requests already in flight
-        before = len(web.log("limited"))
+        before = len(web.log("throttling"))
         time.sleep(3.0)
-        assert len(web.log("limited")) == before, "a paused domain was still fetched"
-        assert admin.post(f"/api/domains/{limited}/resume").status == 200
+        assert len(web.log("throttling")) == before, "a paused domain was still fetched"
+        assert admin.post(f"/api/domains/{throttled}/resume").status == 200
 
         assert _pages_fetched(viewer) > first
-        audit = viewer.get(f"/api/domains/{limited}/audit?minutes=10")
+        audit = viewer.get(f"/api/domains/{throttled}/audit?minutes=10")
         assert audit.status == 200, audit.body
         assert audit.json()["summary"]
     finally:

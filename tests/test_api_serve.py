@@ -41,7 +41,6 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     folder = tmp_path_factory.mktemp("serve")
     with _fresh_database(request.param.split("+")[0], folder) as database:
         migrate(database)
-        populate_as_a_crawl(database, datetime.now(UTC))
         create_users(database)
         settings = {"CRAWLER_API_METRICS_TOP_DOMAINS": "1"}
         crawl = None
@@ -50,6 +49,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             settings["REDIS_URL"] = REDIS_URL
             SharedFrontier(redis.Redis.from_url(REDIS_URL), f"crawler:{crawl}").push(FAST_HOST, 0, f"http://{FAST_HOST}/queued\t{{}}")
         server = ServeProcess(database, folder / "serve.log", settings)
+        populate_as_a_crawl(database, datetime.now(UTC))  # once serving: the samples' minutes are the latest ones
         try:
             yield Served(server, database, crawl)
         finally:

@@ -53,7 +53,7 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
     except web.HTTPException as exc:
         if exc.content_type == "application/json" or exc.status < 400:
             raise
-        return error(exc.status, exc.reason, dict(exc.headers) if exc.status == 405 else None)
+        return error(exc.status, exc.reason, {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None)
     except (StorageUnavailable, OSError) as exc:
         logger.warning("%s %s: %s", request.method, request.path, exc)
         return error(503, f"storage or Redis unavailable: {exc}")

@@ -10,7 +10,7 @@ from crawler.api.routing import Route
 
 _REASONS = {
     200: "OK", 202: "Accepted", 400: "Bad request", 401: "Not logged in", 403: "Role may not",
-    404: "Not found", 409: "Conflict", 429: "Rate limit reached (see Retry-After)", 503: "Unavailable",
+    404: "Not found", 409: "Conflict", 415: "Send JSON or a form", 429: "Rate limit reached (see Retry-After)", 503: "Unavailable",
 }  # fmt: skip
 _ERROR = {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
 _PATH_PARAM = re.compile(r"\{(\w+)(?::[^}]*)?\}")
@@ -24,6 +24,8 @@ def _operation(route: Route) -> dict[str, Any]:
         errors |= {401, 403}
     if route.parameters or route.body:
         errors.add(400)
+    if route.body:
+        errors.add(415)
     for status in sorted(errors):
         entry: dict[str, Any] = {"description": _REASONS[status], "content": {"application/json": {"schema": _ERROR}}}
         if status == 429:

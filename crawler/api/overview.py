@@ -71,9 +71,10 @@ async def gather(found: Services) -> Overview:
 async def frontier_summary(found: Services) -> dict[str, Any]:
     """Without Redis, what the database holds: URLs seeded through the API and not yet taken,
     the crawl processes' own queue snapshots, and rows of URLs a job left unfetched."""
-    pending, oldest = (await found.db.raw("SELECT COUNT(*), MIN(added_at) FROM frontier_inbox WHERE taken_at IS NULL"))[0]
-    queued_snapshot = await found.db.scalar("SELECT COALESCE(SUM(queued), 0) FROM domain_state")
-    skipped = await found.db.scalar("SELECT COUNT(*) FROM pages WHERE status = 'skipped'")
+    pending, oldest, queued_snapshot, skipped = (await found.db.raw(  # one round trip
+        "SELECT COUNT(*), MIN(added_at), (SELECT COALESCE(SUM(queued), 0) FROM domain_state), "
+        "(SELECT COUNT(*) FROM pages WHERE status = 'skipped') FROM frontier_inbox WHERE taken_at IS NULL"
+    ))[0]  # fmt: skip
     oldest_at = epoch(oldest)
     summary: dict[str, Any] = {
         "source": "database",

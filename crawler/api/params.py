@@ -9,6 +9,9 @@ from typing import Any
 from aiohttp import web
 
 
+FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
 def bad_request(message: str) -> web.HTTPBadRequest:
     return web.HTTPBadRequest(text=json.dumps({"error": message}), content_type="application/json")
 
@@ -75,7 +78,14 @@ async def body(request: web.Request) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise bad_request("the body must be a JSON object")
         return data
-    form = await request.post()
+    if request.content_type not in FORMS:
+        raise web.HTTPUnsupportedMediaType(
+            text=json.dumps({"error": f"send JSON or a form, not {request.content_type}"}), content_type="application/json"
+        )
+    try:
+        form = await request.post()
+    except ValueError as exc:  # a malformed multipart body
+        raise bad_request(f"unreadable form: {exc}") from None
     data: dict[str, Any] = {key: form.get(key) for key in form}
     if "urls" in form:
         data["urls"] = [line.strip() for value in form.getall("urls") for line in str(value).splitlines() if line.strip()]

@@ -15,7 +15,10 @@ from crawler.api.auth import DatabaseSessions, Identity, RedisSessions, SessionS
 from crawler.api.config import ServeConfig
 from crawler.api.database import Database, utc_now
 from crawler.api.frontier_view import FrontierView
+from crawler.api.queries import StoredOnlyCount
 from crawler.api.ratelimit import TieredLimits
+
+STORED_ONLY_RECOUNT_SECONDS = 30.0
 from crawler.identity import UrlNormalizer
 
 
@@ -28,6 +31,7 @@ class Services:
     sessions: SessionStore
     limits: TieredLimits
     normalize: UrlNormalizer
+    stored_only: StoredOnlyCount
 
     @classmethod
     async def open(cls, config: ServeConfig, settings: BaseSettings) -> Services:
@@ -43,7 +47,8 @@ class Services:
             else DatabaseSessions(db, config.session_seconds)
         )
         limits = TieredLimits(config.rate_limits, config.rate_window, time.monotonic)
-        return cls(config, db, client, frontier, sessions, limits, UrlNormalizer(settings.getlist("CRAWLER_TRACKING_PARAMS")))
+        normalize = UrlNormalizer(settings.getlist("CRAWLER_TRACKING_PARAMS"))
+        return cls(config, db, client, frontier, sessions, limits, normalize, StoredOnlyCount(STORED_ONLY_RECOUNT_SECONDS))
 
     async def close(self) -> None:
         if self.redis is not None:

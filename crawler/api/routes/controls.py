@@ -95,13 +95,7 @@ async def purge_pages(request: web.Request) -> web.Response:
     domain = params.text(request, "domain", 255)
     before = params.timestamp(request, "before")
     everything = params.choice(request, "all", "false", ("true", "false")) == "true"
-    conditions, values = [], []
-    if domain is not None:
-        conditions.append("domain = ?")
-        values.append(domain)
-    if before is not None:
-        conditions.append("crawled_at < ?")
-        values.append(before)
+    conditions, values = queries.page_filters(domain=domain, until=before)
     if not conditions and not everything:
         raise params.bad_request("say which pages: domain, before, or all=true")
     where = f"WHERE {' AND '.join(conditions)}" if conditions else ""

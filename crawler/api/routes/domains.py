@@ -17,7 +17,8 @@ async def domains(request: web.Request) -> web.Response:
     order = params.choice(request, "order", "asc" if sort == "domain" else "desc", ("asc", "desc"))
     limit = params.integer(request, "limit", 100, 1, 1000)
     offset = params.integer(request, "offset", 0, 0, 10_000_000)
-    total, rows = await queries.domains(services(request).db, sort, order == "desc", limit, offset, params.text(request, "q", 255))
+    found = services(request)
+    total, rows = await queries.domains(found.db, sort, order == "desc", limit, offset, params.text(request, "q", 255), found.stored_only)
     now = utc_now().timestamp()
     for row in rows:
         until = epoch(row["blocked_until"])
