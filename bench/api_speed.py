@@ -28,7 +28,7 @@ from crawler.api.config import ServeConfig
 from crawler.api.database import Database as ApiDatabase
 from crawler.api.overview import gather
 from crawler.api.services import Services
-from tests.api_contract import ensure_contract_tables, sample_stats
+from tests.api_contract import sample_stats
 from tests.api_server import ServeProcess, create_users, migrate
 from tests.helpers import Database
 
@@ -165,7 +165,6 @@ def main() -> None:
     args = parser.parse_args()
     with scratch_database("crawler_bench_api") as database:
         migrate(database)
-        ensure_contract_tables(database)
         create_users(database)
         start = time.perf_counter()
         fill(database, args.pages, args.domains)

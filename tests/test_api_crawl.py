@@ -15,7 +15,6 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.api_contract import ensure_contract_tables
 from tests.api_server import ApiClient, ServeProcess, create_users, migrate
 from tests.conftest import REDIS_URL
 from tests.helpers import Database, start_crawl
@@ -49,7 +48,6 @@ def _pages_fetched(client: ApiClient) -> float:
 def test_serve_beside_two_shared_crawl_processes(web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path) -> None:
     web.clear()
     migrate(postgres_database)
-    ensure_contract_tables(postgres_database)  # a no-op where the crawl side's migration made them
     create_users(postgres_database)
     server = ServeProcess(postgres_database, tmp_path / "serve.log", {"REDIS_URL": REDIS_URL})
     settings = {"REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl_name, **CRAWL_SETTINGS}

@@ -10,6 +10,7 @@ from crawler.api import params, queries
 from crawler.api.database import epoch, utc_now
 from crawler.api.routing import DOMAIN, Param, Route
 from crawler.api.services import services
+from crawler.control.audit import summarize
 
 
 async def domains(request: web.Request) -> web.Response:
@@ -44,10 +45,6 @@ async def robots(request: web.Request) -> web.Response:
 async def audit(request: web.Request) -> web.Response:
     """What the crawler did to a domain over a window, from ``request_log`` and
     ``robots_decisions``, summarised by the same function as ``scrapy audit``."""
-    # Imported here while the crawl side's package (crawler.control) is not on this branch;
-    # once both are merged it belongs with the imports above.
-    from crawler.control.audit import summarize
-
     domain = request.match_info["domain"]
     minutes = params.integer(request, "minutes", 60, 1, 7 * 24 * 60)
     tolerance = params.integer(request, "tolerance_ms", 10, 0, 10_000) / 1000
