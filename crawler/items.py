@@ -60,6 +60,10 @@ class PageItem:
     """Visits that got an answer (fetched or unchanged), for the change-rate estimate."""
     change_count: int = 0
     """Of those, the visits that found the page changed."""
+    followed_links: str | None = None
+    """The links the crawl follows from the page (JSON) where they differ from ``links``
+    (``rel=nofollow``, a ``nofollow`` directive, the per-page cap, the canonical URL); they are
+    followed again from storage when the page is not downloaded again."""
 
 
 @dataclass(slots=True)

@@ -100,3 +100,15 @@ def test_pages_not_due_are_not_requested_and_their_stored_links_are_followed(web
         assert links and rows[url]["text"]
     # by default only refusals are written (/private/page, linked from the home page)
     assert {bool(allowed) for allowed, in database.query("SELECT allowed FROM robots_decisions")} == {False}
+
+
+def test_stored_links_are_the_followed_ones(web: TestWeb, tmp_path: Path) -> None:
+    database = _sqlite(tmp_path)
+    crawl("links", database, url=web.url("links"), max_depth="1")
+    (home,) = [row for url, row in database.pages().items() if url == web.url("links")]
+    assert web.url("links", "/nofollow-target") in json.loads(home["links"])
+    web.clear()
+    result = crawl("links", database, url=web.url("links"), max_depth="1", job_id="later")
+    assert _stat(result.stderr, "recrawl/not_due") > 10
+    # the home page is not due: what it links to comes from storage, without rel=nofollow links
+    assert "/nofollow-target" not in {e.path for e in web.log("links")}

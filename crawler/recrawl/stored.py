@@ -77,12 +77,14 @@ class StoredPages:
         return found
 
     async def links(self, urls: Iterable[str]) -> dict[str, list[str]]:
-        """The links stored for ``urls`` (the outgoing links of their last good copy)."""
+        """The links the crawl followed from ``urls`` when it last downloaded them."""
         by_hash = {url_hash(url): url for url in urls}
         found: dict[str, list[str]] = {}
         for hashes in _chunks(list(by_hash)):
             rows = await self.backend.execute(
-                f"SELECT url_hash, links FROM pages WHERE links IS NOT NULL AND url_hash IN ({_marks(hashes)})", hashes
+                f"SELECT url_hash, COALESCE(followed_links, links) FROM pages "
+                f"WHERE COALESCE(followed_links, links) IS NOT NULL AND url_hash IN ({_marks(hashes)})",
+                hashes,
             )
             for key, links in rows:
                 found[by_hash[key]] = json.loads(links)

@@ -4,6 +4,7 @@ outcome."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections import deque
@@ -107,7 +108,8 @@ class BaseCrawlSpider(Spider):
         self.pages_scheduled = 0
         """Requests that may download a page: a 304 gives its share of the budget back."""
         self.over_budget: dict[str, Candidate] = {}
-        """URLs refused for the budget, taken up again when a 304 gives budget back."""
+        """URLs refused for the budget, taken up again when a 304 gives budget back (at most
+        every URL the job discovers, as ``seen``)."""
         self.revisits = RevisitSchedule(
             RevisitPolicy(
                 min_interval=settings.getfloat("CRAWLER_RECRAWL_MIN_INTERVAL"),
@@ -208,9 +210,9 @@ class BaseCrawlSpider(Spider):
                     self.crawler.stats.inc_value("recrawl/not_due")
                     not_due.append(candidate)
                 elif not self.budget_left():
+                    # Kept, not dropped: a 304 of a request in flight may give budget back.
                     self.crawler.stats.inc_value("links/over_budget")
-                    if len(self.over_budget) < self.max_pages:
-                        self.over_budget.setdefault(candidate.url, candidate)
+                    self.over_budget.setdefault(candidate.url, candidate)
                 else:
                     request = self.page_request(
                         candidate.url, depth=candidate.depth, via=candidate.via, referrer=candidate.referrer,
@@ -276,17 +278,23 @@ class BaseCrawlSpider(Spider):
     async def parse_page(self, response: Response) -> AsyncIterator[PageItem | Request]:
         request = response.request
         history, stored_hash = history_of(request.meta.get("recrawl"))
+        follow: Iterable[Candidate] = ()
         if response.status == 304:
             item = self.recorder.unchanged(response)
             self.pages_scheduled -= 1  # not downloaded: the budget counts downloads
             self.crawler.stats.inc_value("recrawl/unchanged/not_modified")
-            follow: Iterable[Candidate] = await self._stored_link_candidates([self._candidate(item)]) if self.follows_links else ()
+            if self.follows_links:
+                follow = await self._stored_link_candidates([self._candidate(item)])
         else:
             item, page = self.recorder.fetched(response)
             if stored_hash is not None and item.status == "fetched" and item.content_hash == stored_hash:
                 item.status = "unchanged"
                 self.crawler.stats.inc_value("recrawl/unchanged/same_text")
-            follow = self.follow(response, item, page) if page is not None else ()
+            if page is not None and self.follows_links:
+                links = self.followed_links(item, page)
+                if self.recorder.store_links and links != page.links:
+                    item.followed_links = json.dumps(links)
+                follow = self.link_candidates(item.url, response.meta.get("depth", 0), links)
         if item.status in _REVISITED_STATUSES:
             self._schedule_revisit(item, history)
         # Links before the row: in a shared crawl the stored row ends the page's lease, so
@@ -307,9 +315,9 @@ class BaseCrawlSpider(Spider):
         item.recrawl_interval_seconds = revisit.interval
         item.visit_count, item.change_count = revisit.revisits, revisit.changes
 
-    def follow(self, response: Response, item: PageItem, page: PageData) -> Iterable[Candidate]:
-        """Candidates for what a page links to; the sitemap spider follows nothing."""
-        return ()
+    def followed_links(self, item: PageItem, page: PageData) -> list[str]:
+        """The links of a page the crawl follows (spiders that follow links)."""
+        return page.links
 
     def page_failed(self, failure: Failure) -> Iterator[PageItem]:
         yield self.recorder.failed(failure, failure.request)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from scrapy.crawler import Crawler
-from scrapy.http import Response
 
 from crawler.extraction import PageData
 from crawler.items import PageItem
@@ -28,11 +27,11 @@ class LinksSpider(BaseCrawlSpider):
         async for request in self.plan(Candidate(url, 0, "seed") for url in self.seed_urls()):
             yield request
 
-    def follow(self, response: Response, item: PageItem, page: PageData) -> Iterable[Candidate]:
+    def followed_links(self, item: PageItem, page: PageData) -> list[str]:
         if self.respect_nofollow and page.robots.nofollow:
-            return ()
+            return []
         links = page.followable if self.respect_nofollow else page.links
         links = links[: self.max_links] if self.max_links else links
         if self.follow_canonical and page.canonical and page.canonical != item.url:
             links = [page.canonical, *links]
-        return self.link_candidates(item.url, response.meta.get("depth", 0), links)
+        return links

@@ -60,6 +60,7 @@ PAGE_COLUMNS: tuple[str, ...] = (
     "recrawl_interval_seconds",
     "visit_count",
     "change_count",
+    "followed_links",
 )
 """Columns of seed 000's target table and seed 002's crawled_pages together, plus the
 crawl context (depth, priority, how the URL was found, the job) and the revisit schedule."""
@@ -71,7 +72,7 @@ VISIT_COLUMNS: tuple[str, ...] = (
 
 CONTENT_COLUMNS: tuple[str, ...] = (
     "content_type", "content_length", "content_hash", "title", "description", "text", "body", "body_truncated",
-    "noindex", "links_count", "links", "final_url", "redirect_count", "etag", "last_modified", "server_date",
+    "noindex", "links_count", "links", "followed_links", "final_url", "redirect_count", "etag", "last_modified", "server_date",
 )  # fmt: skip
 """What a page says: kept from the last good copy by a failed visit and by an unchanged one."""
 
@@ -309,6 +310,7 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE pages ADD COLUMN recrawl_interval_seconds {real};
     ALTER TABLE pages ADD COLUMN visit_count INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE pages ADD COLUMN change_count INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE pages ADD COLUMN followed_links {big_text};
     CREATE INDEX idx_robots_decisions_decided_at ON robots_decisions (decided_at);
     CREATE INDEX idx_crawl_jobs_finished_at ON crawl_jobs (finished_at)
     """,
