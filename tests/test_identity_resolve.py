@@ -71,3 +71,26 @@ def test_the_cache_stays_bounded() -> None:
     for n in range(25):
         assert resolve(f"p{n}.html") == f"http://h.test/p{n}.html"
     assert len(resolver._cache) <= 10
+
+
+# --- the fast path of URLs already in normal form -----------------------------------------------
+
+_plain_hosts = st.lists(st.sampled_from(["a", "b-c", "x_y", "xn--zz", "0x7f", "127", "0", "ex", "-", "A"]),
+                        min_size=1, max_size=4).map(".".join)  # fmt: skip
+_plain_paths = st.lists(st.sampled_from(["", "a", ".", "..", ".x", "x.", "~u", "a-b_c", "%41", "A"]), max_size=5).map("/".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["http", "https", "HTTP"]), _plain_hosts, st.sampled_from(["", ".", ":80", ":443", ":8080", ":08080", ":65535", ":65536", ":0"]),
+       st.none() | _plain_paths, st.sampled_from(["", "?a=1", "#f"]))  # fmt: skip
+def test_urls_already_normal_skip_canonicalization_with_the_same_answer(scheme, host, dot_or_port, path, tail) -> None:
+    url = f"{scheme}://{host}{dot_or_port}" + ("" if path is None else "/" + path) + tail
+    try:
+        expected = normalize.canonicalize(url)
+    except InvalidURL:
+        expected = None
+    try:
+        got = normalize.normalize(url)
+    except InvalidURL:
+        got = None
+    assert got == expected

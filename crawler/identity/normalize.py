@@ -37,6 +37,7 @@ SUPPORTED_SCHEMES = frozenset({"http", "https"})
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _VALID_HOST = re.compile(r"^(?:[a-z0-9_](?:[a-z0-9_-]{0,62})\.?)+$|^\[[0-9a-f:.]+\]$")
 _MAX_URL_LENGTH = 8192
+_PLAIN_URL = re.compile(r"(https?)://([a-z0-9_.-]+)(?::([1-9][0-9]{0,4}))?(/[A-Za-z0-9._~/-]*)?\Z")
 
 
 class InvalidURL(ValueError):
@@ -70,6 +71,10 @@ class UrlNormalizer:
             raise InvalidURL("empty URL")
         if len(url) > _MAX_URL_LENGTH:
             raise InvalidURL(f"URL longer than {_MAX_URL_LENGTH} characters")
+        return _already_normal(url) or self.canonicalize(url)
+
+    def canonicalize(self, url: str) -> str:
+        """The normal form of a stripped URL of acceptable length, through w3lib."""
         try:
             canonical = canonicalize_url(url, keep_fragments=False)
             parts = urlsplit(canonical)
@@ -98,6 +103,26 @@ class UrlNormalizer:
     def _is_tracking(self, name: str) -> bool:
         name = name.lower()
         return name in self._exact or any(fnmatchcase(name, p) for p in self._wildcards)
+
+
+def _already_normal(url: str) -> str | None:
+    """``url`` itself (with ``/`` for an empty path) when it is already in normal form: most
+    links are, and w3lib's canonicalization costs about 0.1 ms a URL. Lowercase http(s) and
+    host, no default port, no user, query or fragment, a path of unreserved characters without
+    dot segments; anything else takes the full way."""
+    plain = _PLAIN_URL.match(url)
+    if plain is None:
+        return None
+    scheme, host, port, path = plain.groups()
+    if host.endswith(".") or not _VALID_HOST.match(host):
+        return None
+    if port is not None and (int(port) > 65535 or int(port) == DEFAULT_PORTS[scheme]):
+        return None
+    if path is None:
+        return f"{url}/"
+    if "/." in path and any(segment in (".", "..") for segment in path.split("/")):
+        return None
+    return url
 
 
 def _is_wildcard(pattern: str) -> bool:
