@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Make sure nginx (Debian's package) is installed: the re-crawl tests serve a site with it, as
+# Make sure nginx (Debian's package) is installed: the re-crawl and HTTP/2 tests serve sites with it, as
 # a real server answering conditional requests. Only the binary is needed: the tests start
 # their own nginx with their own configuration on a loopback address, and stop it by its PID.
 set -uo pipefail

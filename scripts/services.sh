@@ -47,12 +47,6 @@ if ! redis_up; then
   wait_for redis_up 30 || { echo "MISSING: Redis is not reachable on 127.0.0.1:6379 and could not be started." >&2; exit 3; }
 fi
 
-# nginx serves the HTTP/2 test (and bench/realweb.py's real web); started by the test itself.
-if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ] && can_install; then
-  echo "Installing nginx with apt-get" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null
-fi
-
 # The PostgreSQL outage test runs a throwaway server of its own.
 if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   echo "MISSING: initdb (PostgreSQL server binaries) is not installed." >&2
