@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,6 +97,20 @@ def project_settings(**overrides: Any) -> dict[str, Any]:
     """The project's settings module as a dict, with overrides, for ``get_crawler``."""
     values = {name: value for name, value in vars(crawler.settings).items() if name.isupper()}
     return {**values, "LOG_LEVEL": "INFO", **overrides}
+
+
+def free_port(address: str = "127.0.0.1") -> int:
+    """A port that was free on ``address`` a moment ago (bound and closed: nothing listens)."""
+    with socket.socket() as probe:
+        probe.bind((address, 0))
+        return probe.getsockname()[1]
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(0.2)
 
 
 class FakeClock:
