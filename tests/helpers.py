@@ -77,11 +77,13 @@ def crawl_environment() -> dict[str, str]:
     return env
 
 
-def crawl(spider: str, database: Database, *args: str, settings: dict[str, str] | None = None, timeout: float = 300, **arguments: str) -> subprocess.CompletedProcess[str]:
-    """Run a crawl the way users do; fail on a non-zero exit or a traceback."""
+def crawl(
+    spider: str, database: Database, *args: str, settings: dict[str, str] | None = None, timeout: float = 300, status: int = 0, **arguments: str
+) -> subprocess.CompletedProcess[str]:
+    """Run a crawl the way users do; fail on an exit status other than ``status`` or a traceback."""
     command = crawl_command(spider, database, *args, settings=settings, **arguments)
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=crawl_environment())
-    assert result.returncode == 0, result.stderr[-5000:]
+    assert result.returncode == status, result.stderr[-5000:]
     assert "Traceback" not in result.stderr, result.stderr[-5000:]
     return result
 
