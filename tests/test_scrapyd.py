@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -105,6 +106,13 @@ def scrapyd(tmp_path_factory: pytest.TempPathFactory, module_postgres_database: 
             process.wait()
 
 
+def _connected_to(host: str, port: int) -> bool:
+    """Whether a TCP connection to ``host:port`` is established on this machine (Linux)."""
+    remote = f"{socket.inet_aton(host)[::-1].hex().upper()}:{port:04X}"
+    rows = (line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:])
+    return any(row[2] == remote and row[3] == "01" for row in rows)
+
+
 def _answers(url: str) -> bool:
     try:
         return requests.get(f"{url}/daemonstatus.json", timeout=2).ok
@@ -149,9 +157,8 @@ def test_cancel_stops_the_job_and_leaves_skipped_rows(scrapyd: Scrapyd, web: Tes
 
 def test_second_cancel_forces_the_end_of_a_job_still_closing(scrapyd: Scrapyd, web: TestWeb) -> None:
     job = scrapyd.schedule("links", url=web.url("stalling"), settings={"DOWNLOAD_TIMEOUT": "60"})
-    scrapyd.wait(job, "running")
-    wait_until(lambda: "Spider opened" in scrapyd.log("links", job), 60, "the spider to open")
-    time.sleep(1)  # robots.txt is on its way; its answer takes 20 s
+    host, port = web.url("stalling").split("//")[1].rstrip("/").split(":")
+    wait_until(lambda: _connected_to(host, int(port)), 60, "the robots.txt request to be on its way (its answer takes 20 s)")
     scrapyd.call("cancel.json", project="crawler", job=job)
     time.sleep(1)
     assert scrapyd.state(job) == "running", "the first cancel is a graceful stop, which waits for the download"
