@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,11 +77,13 @@ def crawl_environment() -> dict[str, str]:
     return env
 
 
-def crawl(spider: str, database: Database, *args: str, settings: dict[str, str] | None = None, timeout: float = 300, **arguments: str) -> subprocess.CompletedProcess[str]:
-    """Run a crawl the way users do; fail on a non-zero exit or a traceback."""
+def crawl(
+    spider: str, database: Database, *args: str, settings: dict[str, str] | None = None, timeout: float = 300, status: int = 0, **arguments: str
+) -> subprocess.CompletedProcess[str]:
+    """Run a crawl the way users do; fail on an exit status other than ``status`` or a traceback."""
     command = crawl_command(spider, database, *args, settings=settings, **arguments)
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=crawl_environment())
-    assert result.returncode == 0, result.stderr[-5000:]
+    assert result.returncode == status, result.stderr[-5000:]
     assert "Traceback" not in result.stderr, result.stderr[-5000:]
     return result
 
@@ -94,6 +99,20 @@ def project_settings(**overrides: Any) -> dict[str, Any]:
     """The project's settings module as a dict, with overrides, for ``get_crawler``."""
     values = {name: value for name, value in vars(crawler.settings).items() if name.isupper()}
     return {**values, "LOG_LEVEL": "INFO", **overrides}
+
+
+def free_port(address: str = "127.0.0.1") -> int:
+    """A port that was free on ``address`` a moment ago (bound and closed: nothing listens)."""
+    with socket.socket() as probe:
+        probe.bind((address, 0))
+        return probe.getsockname()[1]
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(0.2)
 
 
 class FakeClock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from crawler.exitcodes import JOB_FAILED
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
 
@@ -11,7 +12,7 @@ def test_consecutive_failures_fail_the_job(web: TestWeb, database: Database) -> 
     result = crawl(
         "links", database, url=web.url("broken"), job_id="doomed",
         settings={"RETRY_TIMES": "0", "CRAWLER_JOB_FAILURE_THRESHOLD": "3", "CRAWLER_CIRCUIT_FAILURES": "100",
-                  "CONCURRENT_REQUESTS_PER_DOMAIN": "1"},
+                  "CONCURRENT_REQUESTS_PER_DOMAIN": "1"}, status=JOB_FAILED,
     )  # fmt: skip
     assert "Closing the job (failed_consecutive_errors)" in result.stderr
     (status, reason), = database.query("SELECT status, finish_reason FROM crawl_jobs")
@@ -69,7 +70,7 @@ def test_a_long_429_streak_at_the_maximum_delay_cancels_the_job(web: TestWeb, da
     result = crawl(
         "links", database, url=web.url("refusing"),
         settings={"CRAWLER_CANCEL_429_STREAK": "3", "CRAWLER_MAX_DELAY": "0.2", "RETRY_TIMES": "10",
-                  "CRAWLER_DEFAULT_DELAY": "0.5"},
+                  "CRAWLER_DEFAULT_DELAY": "0.5"}, status=JOB_FAILED,
     )  # fmt: skip
     assert "Closing the job (cancelled_429_streak)" in result.stderr
     (status, reason), = database.query("SELECT status, finish_reason FROM crawl_jobs")

@@ -3,7 +3,6 @@ in a real process, ending within a minute with its status and a one-line reason.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -11,19 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from scrapy.utils.project import get_project_settings
+
 from crawler import exitcodes
+from crawler.commands.crawl import Command as CrawlCommand
 from tests.conftest import POSTGRES_ADMIN_URL
-from tests.helpers import ROOT, Database, crawl_command, crawl_environment, start_crawl
+from tests.helpers import ROOT, Database, crawl_command, crawl_environment, free_port, start_crawl, wait_until
 from tests.testweb import TestWeb
 
 LIMIT = 60
-
-
-def _dead_port() -> int:
-    """A loopback port that was bound and closed: nothing listens on it."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _run(command: list[str]) -> tuple[subprocess.CompletedProcess[str], float]:
@@ -40,7 +35,7 @@ def _error_lines(stderr: str) -> list[str]:
 
 
 def test_database_on_a_dead_port_ends_at_the_connect_timeout(web: TestWeb) -> None:
-    database = Database(f"postgresql://postgres@127.0.0.1:{_dead_port()}/crawl")
+    database = Database(f"postgresql://postgres@127.0.0.1:{free_port()}/crawl")
     result, took = _run(crawl_command("links", database, url=web.url("links"), settings={"CRAWLER_STORAGE_CONNECT_TIMEOUT": "2"}))
     assert result.returncode == exitcodes.DATABASE_UNREACHABLE, result.stderr[-3000:]
     assert took < LIMIT
@@ -60,7 +55,7 @@ def test_a_role_that_does_not_exist_is_refused_at_once(web: TestWeb) -> None:
 
 def test_every_seed_unreachable_is_an_error_row_and_its_own_status(tmp_path: Path) -> None:
     database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
-    seed = f"http://127.0.0.1:{_dead_port()}/"
+    seed = f"http://127.0.0.1:{free_port()}/"
     result, _ = _run(crawl_command("links", database, url=seed))
     assert result.returncode == exitcodes.SEEDS_UNREACHABLE, result.stderr[-3000:]
     (reason,) = _error_lines(result.stderr)
@@ -74,10 +69,8 @@ def test_every_seed_unreachable_is_an_error_row_and_its_own_status(tmp_path: Pat
 def test_a_second_run_of_the_same_crawl_stops_at_once(web: TestWeb, postgres_database: Database, tmp_path: Path) -> None:
     first = start_crawl("links", postgres_database, tmp_path / "first.log", url=web.url("killable"), settings={"CRAWLER_DEFAULT_DELAY": "0.1"})
     try:
-        deadline = time.monotonic() + LIMIT
-        while not _table_has_rows(postgres_database, "crawl_locks"):
-            assert first.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()[-3000:]
-            time.sleep(0.2)
+        wait_until(lambda: _table_has_rows(postgres_database, "crawl_locks") or first.poll() is not None, LIMIT, "the first run's lock")
+        assert first.poll() is None, (tmp_path / "first.log").read_text()[-3000:]
         result, _ = _run(crawl_command("links", postgres_database, url=web.url("killable")))
         assert result.returncode == exitcodes.ALREADY_RUNNING, result.stderr[-3000:]
         (reason,) = _error_lines(result.stderr)
@@ -100,16 +93,23 @@ def _table_has_rows(database: Database, table: str) -> bool:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["links"], "no seed"),
-        (["links", "-a", "url="], "no seed"),
-        (["nosuch", "-a", "url=http://127.0.0.1/"], "unknown spider 'nosuch'"),
-        (["links", "-a", "url=ftp://127.0.0.1/pub/"], "unsupported scheme ftp:"),
+        ({}, "no seed"),
+        ({"url": ""}, "no seed"),
+        ({"url": "ftp://127.0.0.1/pub/"}, "unsupported scheme ftp:"),
+        ({"seeds_file": "/nonexistent/seeds.txt"}, "cannot read the seeds file"),
     ],
 )
-def test_usage_errors_are_one_line_and_status_2(arguments: list[str], message: str) -> None:
-    result, _ = _run([sys.executable, "-m", "scrapy", "crawl", *arguments])
+def test_usage_problems_of_spider_arguments(arguments: dict[str, str], message: str) -> None:
+    command = CrawlCommand()
+    command.settings = get_project_settings()
+    assert message in (command._usage_problem("links", arguments) or "")
+    assert command._usage_problem("links", {"url": "https://example.com/"}) is None
+
+
+def test_a_usage_error_is_one_line_and_status_2() -> None:
+    result, _ = _run([sys.executable, "-m", "scrapy", "crawl", "nosuch", "-a", "url=http://127.0.0.1/"])
     assert result.returncode == exitcodes.USAGE
-    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+    assert result.stderr == "scrapy crawl: error: unknown spider 'nosuch' (spiders: links, sitemap)\n"
 
 
 def test_crawl_script_takes_options_without_a_spider(web: TestWeb, tmp_path: Path) -> None:

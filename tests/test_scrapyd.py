@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from tests.conftest import REDIS_URL
-from tests.helpers import FAST, ROOT, Database
+from tests.helpers import FAST, ROOT, Database, free_port, wait_until
 from tests.testweb import TestWeb
 
 BIN = Path(sys.executable).parent
@@ -63,7 +63,7 @@ class Scrapyd:
     def wait(self, job: str, state: str, timeout: float = 60) -> float:
         """Seconds until ``job`` is in ``state``."""
         start = time.monotonic()
-        _until(lambda: self.state(job) == state, timeout, f"job {job} {state}")
+        wait_until(lambda: self.state(job) == state, timeout, f"job {job} {state}")
         return time.monotonic() - start
 
     def log(self, spider: str, job: str) -> str:
@@ -71,23 +71,10 @@ class Scrapyd:
         return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
-def _until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def scrapyd(tmp_path_factory: pytest.TempPathFactory, module_postgres_database: Database) -> Iterator[Scrapyd]:
     home = tmp_path_factory.mktemp("scrapyd")
-    port = _free_port()
+    port = free_port()
     # scrapyd reads ./scrapyd.conf from the folder it starts in.
     (home / "scrapyd.conf").write_text(
         "[scrapyd]\n"
@@ -102,7 +89,7 @@ def scrapyd(tmp_path_factory: pytest.TempPathFactory, module_postgres_database: 
         process = subprocess.Popen([str(BIN / "scrapyd")], cwd=home, stdout=output, stderr=subprocess.STDOUT, env=env)
     server = Scrapyd(f"http://127.0.0.1:{port}", home / "logs")
     try:
-        _until(lambda: process.poll() is None and _answers(server.url), 30, "scrapyd to listen")
+        wait_until(lambda: process.poll() is None and _answers(server.url), 30, "scrapyd to listen")
         egg = home / "crawler.egg"
         subprocess.run([str(BIN / "scrapyd-deploy"), "--build-egg", str(egg)], cwd=ROOT, check=True, capture_output=True)
         with egg.open("rb") as file:
@@ -117,6 +104,13 @@ def scrapyd(tmp_path_factory: pytest.TempPathFactory, module_postgres_database: 
         except subprocess.TimeoutExpired:
             os.kill(process.pid, signal.SIGKILL)
             process.wait()
+
+
+def _connected_to(host: str, port: int) -> bool:
+    """Whether a TCP connection to ``host:port`` is established on this machine (Linux)."""
+    remote = f"{socket.inet_aton(host)[::-1].hex().upper()}:{port:04X}"
+    rows = (line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:])
+    return any(row[2] == remote and row[3] == "01" for row in rows)
 
 
 def _answers(url: str) -> bool:
@@ -150,7 +144,7 @@ def test_cancel_stops_the_job_and_leaves_skipped_rows(scrapyd: Scrapyd, web: Tes
         rows = module_postgres_database.query("SELECT COUNT(*) FROM pages WHERE job_id = ? AND status = 'fetched'", (job,))
         return rows[0][0] >= 5
 
-    _until(some_fetched, 60, "pages of the job to be written")
+    wait_until(some_fetched, 60, "pages of the job to be written")
     assert scrapyd.call("cancel.json", project="crawler", job=job)["prevstate"] == "running"
     scrapyd.wait(job, "finished", timeout=60)
     log = scrapyd.log("links", job)
@@ -163,9 +157,8 @@ def test_cancel_stops_the_job_and_leaves_skipped_rows(scrapyd: Scrapyd, web: Tes
 
 def test_second_cancel_forces_the_end_of_a_job_still_closing(scrapyd: Scrapyd, web: TestWeb) -> None:
     job = scrapyd.schedule("links", url=web.url("stalling"), settings={"DOWNLOAD_TIMEOUT": "60"})
-    scrapyd.wait(job, "running")
-    _until(lambda: "Spider opened" in scrapyd.log("links", job), 60, "the spider to open")
-    time.sleep(1)  # robots.txt is on its way; its answer takes 20 s
+    host, port = web.url("stalling").split("//")[1].rstrip("/").split(":")
+    wait_until(lambda: _connected_to(host, int(port)), 60, "the robots.txt request to be on its way (its answer takes 20 s)")
     scrapyd.call("cancel.json", project="crawler", job=job)
     time.sleep(1)
     assert scrapyd.state(job) == "running", "the first cancel is a graceful stop, which waits for the download"

@@ -210,7 +210,6 @@ class StoragePipeline:
                     self._append_unsaved(kind, [row], f"{global_object_name(type(exc))}: {exc}")
 
     async def _until_available(self, operation: Any, what: str, deadline: float | None = None) -> None:
-        deadline = min(filter(None, (deadline, self._deadline)), default=None)
         delay = 0.5
         since: float | None = None
         while True:
@@ -219,10 +218,12 @@ class StoragePipeline:
             except StorageUnavailable as exc:
                 now = time.monotonic()
                 since = since or now
-                if deadline is not None:
-                    if now >= deadline:
+                # Read each time: the shutdown deadline also ends retries already under way.
+                limit = min(filter(None, (deadline, self._deadline)), default=None)
+                if limit is not None:
+                    if now >= limit:
                         raise
-                    delay = min(delay, deadline - now)
+                    delay = min(delay, limit - now)
                 self.stats.inc_value("storage/retries")
                 logger.warning("Could not %s (%s); retrying in %.1f s, rows kept in memory: %d", what, exc, delay, len(self.pending))
                 await asyncio.sleep(delay)
