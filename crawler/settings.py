@@ -46,6 +46,13 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.limiter.LimiterMiddleware": 800,
 }
 
+# The HTTP/1.1 handler, telling the limiter when each request's bytes left: a domain's next
+# request counts from then, not from when the frontier or a middleware saw it.
+DOWNLOAD_HANDLERS = {
+    "http": "crawler.downloader.handler.SpacedHTTP11DownloadHandler",
+    "https": "crawler.downloader.handler.SpacedHTTP11DownloadHandler",
+}
+
 CRAWLER_LIMITER_ENABLED = True
 CRAWLER_DEFAULT_DELAY = 1.0
 CRAWLER_MIN_DELAY = 0.0

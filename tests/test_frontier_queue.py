@@ -37,9 +37,10 @@ def _queue(clock: FakeClock, **config) -> tuple[PolitePriorityQueue, CountingLim
 
 
 def _urls(queue: PolitePriorityQueue) -> list[str | None]:
-    """Pop until nothing is ready."""
+    """Pop until nothing is ready, each request sent at once."""
     urls = []
     while (request := queue.pop()) is not None:
+        queue.limiter.sent(request.meta[DOMAIN])
         urls.append(request.url)
     return urls
 
@@ -69,7 +70,24 @@ def test_a_handed_out_request_holds_its_domains_slot(clock: FakeClock) -> None:
     queue.push(Request("http://a.example/1"))
     request = queue.pop()
     assert request is not None and request.meta[DOMAIN] == "a.example"
-    assert request.meta[RESERVATION] == clock.now + 1.0 == limiter.ready_at("a.example")
+    assert request.meta[RESERVATION] == clock.now + 1.0
+    clock.now += 0.25
+    limiter.sent("a.example")  # the delay counts from when it leaves
+    assert limiter.ready_at("a.example") == clock.now + 1.0
+
+
+def test_a_domain_waits_for_its_request_to_leave_and_is_woken_when_it_does(clock: FakeClock) -> None:
+    queue, limiter = _queue(clock)
+    queue.push(Request("http://a.example/1"))
+    queue.push(Request("http://a.example/2"))
+    assert queue.pop() is not None
+    clock.now += 5.0  # held up before the network for longer than the delay
+    assert queue.pop() is None
+    limiter.sent("a.example")
+    assert queue.pop() is None
+    assert queue._wakeup._call is not None  # the engine is asked again when the delay is over
+    clock.now += 1.0
+    assert _urls(queue) == ["http://a.example/2"]
 
 
 def test_a_slot_given_back_makes_the_domain_ready_at_once(clock: FakeClock) -> None:

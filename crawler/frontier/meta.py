@@ -13,6 +13,8 @@ DOMAIN = "limiter_domain"
 """Set on a request handed out: the domain whose slot it holds until it finishes."""
 RESERVATION = "limiter_reservation"
 """The slot reserved for the request, given back if it is dropped before it is sent."""
+SENT_AT = "limiter_sent_at"
+"""Unix time the request's bytes were sent on the socket (``crawler.downloader.handler``)."""
 HOLDER = "limiter_holder"
 """Who holds one of the domain's concurrent slots: the request's lease key, or ``robots_holder``."""
 

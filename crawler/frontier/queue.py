@@ -182,7 +182,14 @@ class PolitePriorityQueue:
         heapq.heappush(self._timeline, (when, entry, domain))
 
     def _may_be_ready(self, domain: str) -> None:
-        if domain in self.queues:
+        if domain not in self.queues:
+            return
+        now = self.limiter.clock()
+        ready_at = self.limiter.ready_at(domain)
+        if ready_at > now:  # e.g. a request left: its successor's time is known now
+            self._mark_waiting(domain, ready_at)
+            self._wake_engine_at(ready_at, now)
+        else:
             self._mark_ready(domain)
 
     def _next_ready(self) -> float | None:

@@ -2,10 +2,12 @@
 blocking answers (403, 503), failures for the circuit breaker (5xx, connection errors,
 timeouts), and release the slot the frontier reserved.
 
-Enabled at 800 in ``DOWNLOADER_MIDDLEWARES``: the last before the network, where the
-domain's next slot is counted from the moment the request leaves; and above the redirect (600)
-and retry (550) middlewares, so it sees every response as it comes off the wire, before they
-turn it into a new request. Learned delays are loaded from the ``domains`` table when the spider opens and
+The domain's next slot counts from when the request's bytes left, which the download handler
+tells the limiter (``crawler.downloader.handler``); a request that comes back without that
+stamp (another download handler, a connection that failed before it was written) counts from
+its return, never earlier than it left. Enabled at 800 in ``DOWNLOADER_MIDDLEWARES``, above the
+redirect (600) and retry (550) middlewares, so it sees every response as it comes off the wire,
+before they turn it into a new request. Learned delays are loaded from the ``domains`` table when the spider opens and
 saved there when they change.
 """
 
@@ -20,7 +22,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 
-from crawler.frontier.meta import DOMAIN, HOLDER, RESERVATION
+from crawler.frontier.meta import DOMAIN, HOLDER, RESERVATION, SENT_AT
 from crawler.robots.cache import CACHED_RESPONSE_FLAG
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.politeness.policy import Change, Outcome
@@ -59,23 +61,19 @@ class LimiterMiddleware:
         if rows:
             logger.info("Loaded learned delays of %d domains", len(rows))
 
-    def process_request(self, request: Request) -> None:
-        # The last middleware before the network: the domain's spacing counts from here.
-        domain = request.meta.get(DOMAIN)
-        if domain is not None:
-            self.limiter.sent(domain)
-
     def process_response(self, request: Request, response: Response) -> Response:
         domain = request.meta.pop(DOMAIN, None)
         reservation = request.meta.pop(RESERVATION, None)
         holder = request.meta.pop(HOLDER, "")
+        sent_at = request.meta.pop(SENT_AT, None)
         if domain is None:
             return response
-        self.limiter.finish(domain, holder)
         if CACHED_RESPONSE_FLAG in response.flags:
+            self.limiter.finish(domain, holder)
             if reservation is not None:
                 self.limiter.unreserve(domain, reservation)
             return response
+        self._finish(domain, holder, sent_at)
         if response.status >= 500:
             self._failed(domain, f"HTTP {response.status}")
         if response.status in BLOCKING_STATUSES:
@@ -93,15 +91,23 @@ class LimiterMiddleware:
         domain = request.meta.pop(DOMAIN, None)
         reservation = request.meta.pop(RESERVATION, None)
         holder = request.meta.pop(HOLDER, "")
+        sent_at = request.meta.pop(SENT_AT, None)
         if domain is None:
             return
-        self.limiter.finish(domain, holder)
         if isinstance(exception, IgnoreRequest):
             # Dropped before reaching the network (robots.txt, a filter): the slot was not used.
+            self.limiter.finish(domain, holder)
             if reservation is not None:
                 self.limiter.unreserve(domain, reservation)
         else:
+            self._finish(domain, holder, sent_at)
             self._failed(domain, type(exception).__name__)
+
+    def _finish(self, domain: str, holder: str, sent_at: float | None) -> None:
+        if sent_at is None:  # its departure went unnoticed: count from now, never earlier
+            self.stats.inc_value("limiter/unstamped_count")
+            self.limiter.sent(domain)
+        self.limiter.finish(domain, holder)
 
     def _failed(self, domain: str, cause: str) -> None:
         if self.limiter.failure(domain):

@@ -57,7 +57,9 @@ class DomainLimiter:
         return self.policy.start(self.state(domain), now) if self.can_start(domain, now) else None
 
     def sent(self, domain: str) -> None:
+        """A request of the domain left for the network now (see ``crawler.downloader``)."""
         self.policy.sent(self.state(domain), self.clock())
+        self.may_be_ready(domain)  # its next slot is known now
 
     def unreserve(self, domain: str, reservation: Any) -> None:
         self.policy.unreserve(self.state(domain), reservation)
@@ -112,6 +114,8 @@ def policy_config(settings: BaseSettings) -> PolicyConfig:
         circuit_open_seconds=settings.getfloat("CRAWLER_CIRCUIT_OPEN_SECONDS"),
         circuit_close_successes=settings.getint("CRAWLER_CIRCUIT_CLOSE_SUCCESSES"),
         latency_factor=settings.getfloat("CRAWLER_LATENCY_FACTOR"),
+        # A request not sent within the download timeout has failed, and its slot is returned.
+        send_timeout=settings.getfloat("DOWNLOAD_TIMEOUT"),
     )
 
 

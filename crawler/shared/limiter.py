@@ -30,8 +30,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # Written by the frontier script, not part of the JSON state.
-_SLOT_FIELDS = ("next", "prev", "last")
-_SLOT_ATTRIBUTES = ("next_start", "previous_next_start", "last_start")
+_SLOT_FIELDS = ("next", "prev", "last", "unsent")
+_SLOT_ATTRIBUTES = ("next_start", "previous_next_start", "last_start", "unsent_until")
 _TRANSIENT = frozenset({*_SLOT_ATTRIBUTES, "inflight"})
 
 
@@ -107,6 +107,7 @@ class SharedDomainLimiter(DomainLimiter):
 
     def sent(self, domain: str) -> None:
         self._safely(lambda: self.frontier.sent(domain), None)
+        self.may_be_ready(domain)
 
     def unreserve(self, domain: str, reservation: Any) -> None:
         self._safely(lambda: self.frontier.unreserve(domain, str(reservation)), None)

@@ -1,0 +1,1 @@
+"""What the crawler adds to Scrapy's downloader."""
