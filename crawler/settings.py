@@ -71,6 +71,8 @@ CRAWLER_REJECT_CONTENT_TYPES: list[str] = []
 CRAWLER_ROBOTS_TTL = 3600.0
 CRAWLER_ROBOTS_RETRY_SECONDS = 60.0
 CRAWLER_ROBOTS_FAIL_OPEN = False
+# State of domains idle this long is evicted (what they learned is kept); 0: never.
+CRAWLER_DOMAIN_IDLE_SECONDS = 3600.0
 
 # --- Link following ----------------------------------------------------------------------------
 DEPTH_LIMIT = 10
@@ -87,6 +89,10 @@ EXTENSIONS = {
     "crawler.extensions.gc_freeze.GcFreeze": 0,
 }
 CRAWLER_GC_FREEZE = True
+# Parsing and extraction of documents in worker threads, within a time and a depth budget.
+CRAWLER_EXTRACT_THREADS = 2
+CRAWLER_EXTRACT_TIMEOUT = 20.0
+CRAWLER_MAX_DOM_DEPTH = 5000
 CRAWLER_MAX_LINKS_PER_PAGE = 1000
 CRAWLER_RESPECT_NOFOLLOW = True
 CRAWLER_FOLLOW_CANONICAL = True

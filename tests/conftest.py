@@ -39,6 +39,7 @@ WEB_SITES = {
     "refusing": "paced:refuse=0.3-100000,pages=10",  # robots.txt answered, then only 429s
     "shared": "paced:crawl_delay=0.05,pages=150",
     "killable": "paced:pages=300,latency_ms=250",
+    "deep": "deep:pages=20",
 }
 
 

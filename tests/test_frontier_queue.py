@@ -157,3 +157,17 @@ def test_a_pop_looks_only_at_domains_whose_time_has_come(clock: FakeClock) -> No
     assert len(_urls(queue)) == domains
     assert limiter.consulted == 2 * domains  # per request handed out, one domain checked twice (ready? reserve)
     assert len(queue) == 0
+
+
+def test_the_queue_evicts_the_state_of_idle_domains_with_nothing_queued(clock: FakeClock) -> None:
+    limiter = DomainLimiter(Policy(PolicyConfig(default_delay=1.0)), clock)
+    crawler = get_crawler(Spider, {"CRAWLER_DOMAIN_IDLE_SECONDS": 600.0})
+    queue = PolitePriorityQueue(crawler, FifoMemoryQueue, "", limiter=limiter)
+    queue.push(Request("http://gone.example/1"))
+    queue.push(Request("http://stays.example/1"))
+    queue.push(Request("http://stays.example/2"))
+    assert len(_urls(queue)) == 2
+    limiter.finish("gone.example")
+    clock.now += 601.0
+    assert _urls(queue) == ["http://stays.example/2"]  # the pop that found it also swept
+    assert set(limiter.states) == {"stays.example"} and set(queue._served) == {"stays.example"}

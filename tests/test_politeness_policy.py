@@ -438,3 +438,26 @@ def test_without_a_delay_nothing_waits_for_requests_to_leave() -> None:
     policy.start(state, 10.0)
     policy.start(state, 10.0)
     assert policy.can_start(state, 10.0)
+
+
+def test_idle_domains_are_evicted_and_keep_what_they_learned() -> None:
+    clock = [1_000.0]
+    limiter = DomainLimiter(_policy(default_delay=1.0), lambda: clock[0])
+    for domain in ("quiet.example", "learned.example", "busy.example", "queued.example", "blocked.example"):
+        limiter.try_start(domain)
+        limiter.sent(domain)
+        limiter.finish(domain)
+    limiter.blocked("learned.example")  # learns a longer delay
+    limiter.success("learned.example")
+    clock[0] = 1_001.0
+    assert limiter.try_start("busy.example")  # still in flight
+    clock[0] = 1_100.0
+    limiter.blocked("blocked.example", retry_after=600)
+    clock[0] = 1_650.0
+    evicted = limiter.evict_idle(clock[0], 600.0, keep={"queued.example"})
+    assert sorted(evicted) == ["learned.example", "quiet.example"]
+    assert set(limiter.states) == {"busy.example", "queued.example", "blocked.example"}
+    assert limiter.evicted_learning == {"learned.example": (2.0, 0.0)}
+    assert limiter.effective_delay("learned.example") == 2.0  # back with its learned delay
+    assert limiter.effective_delay("quiet.example") == 1.0
+    assert limiter.evicted_learning == {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from scrapy import Request
@@ -16,6 +17,7 @@ from scrapy.utils.python import global_object_name
 from twisted.python.failure import Failure
 
 from crawler.extraction import PageData, extract_page, parse_robots_directives
+from crawler.extraction.budget import DocumentWorkers
 from crawler.identity import surt_key, url_hash
 from crawler.items import PageItem
 from crawler.middlewares.filters import ResponseFiltered
@@ -33,6 +35,7 @@ class OutcomeRecorder:
         self.body_maxsize = settings.getint("CRAWLER_STORE_BODY_MAXSIZE")
         self.store_links = settings.getbool("CRAWLER_STORE_LINKS")
         self.download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
+        self.workers = DocumentWorkers.from_settings(settings)
 
     def base(self, request: Request, status: str) -> PageItem:
         """A row for ``request`` with the crawl context it carries in its meta."""
@@ -55,15 +58,16 @@ class OutcomeRecorder:
             job_id=self.job_id,
         )
 
-    def fetched(self, response: Response) -> tuple[PageItem, PageData | None]:
-        """The row of a response, and what the page says (None if it is not HTML)."""
+    async def fetched(self, response: Response) -> tuple[PageItem, PageData | None]:
+        """The row of a response, and what the page says (None if it is not HTML). Decoding and
+        extraction run in a worker thread, within the document budgets."""
         item = self.base(response.request, "fetched")
         self._describe_response(item, response)
         page: PageData | None = None
         directives = parse_robots_directives(header_values(response, "X-Robots-Tag"), self.user_agents)
         try:
             if item.content_type in _HTML_TYPES and isinstance(response, TextResponse):
-                page = extract_page(response.text, response.url, self.normalize, self.user_agents)
+                page = await self.workers.run(partial(self._extract, response))
                 directives = directives | page.robots
                 page.robots = directives
                 item.title, item.description, item.text = page.title, page.description, page.text
@@ -72,7 +76,7 @@ class OutcomeRecorder:
                 if self.store_links:
                     item.links = json.dumps(page.links)
             elif isinstance(response, TextResponse):
-                item.text = " ".join(response.text.split())
+                item.text = await self.workers.run(partial(_squashed_text, response))
         except Exception as exc:  # bad input must not stop the crawl: the row says why
             item.status = "error"
             item.error = f"extraction failed: {global_object_name(type(exc))}: {exc}"
@@ -83,6 +87,14 @@ class OutcomeRecorder:
             item.body = response.body[: self.body_maxsize]
             item.body_truncated = len(response.body) > self.body_maxsize
         return item, page
+
+    def _extract(self, response: TextResponse) -> PageData:
+        html = response.text
+        self.workers.check_depth(html)
+        return extract_page(html, response.url, self.normalize, self.user_agents)
+
+    def close(self) -> None:
+        self.workers.close()
 
     def failed(self, failure: Failure, request: Request) -> PageItem:
         item = self.base(request, "error")
@@ -146,6 +158,10 @@ class OutcomeRecorder:
         item.server_date = http_date(header(response, "Date"))
         latency: Any = meta.get("download_latency")
         item.crawl_duration_ms = round(latency * 1000) if latency is not None else None
+
+
+def _squashed_text(response: TextResponse) -> str:
+    return " ".join(response.text.split())
 
 
 def _domain(url: str) -> str:

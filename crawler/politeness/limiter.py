@@ -9,7 +9,7 @@ times stored in request meta (``not_before``) mean the same thing everywhere.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -24,6 +24,8 @@ class DomainLimiter:
         self.policy = policy
         self.clock = clock
         self.states: dict[str, DomainState] = {}
+        self.evicted_learning: dict[str, tuple[float, float]] = {}
+        """Learned delay and floor of domains whose state was evicted, for when they return."""
         self._watchers: list[Callable[[str], None]] = []
 
     def watch(self, callback: Callable[[str], None]) -> None:
@@ -42,7 +44,27 @@ class DomainLimiter:
         state = self.states.get(domain)
         if state is None:
             state = self.states[domain] = DomainState()
+            if (learned := self.evicted_learning.pop(domain, None)) is not None:
+                state.learned_delay, state.floor = learned
         return state
+
+    def evict_idle(self, now: float, idle_seconds: float, keep: Container[str] = ()) -> list[str]:
+        """Forget the state of the domains not in ``keep`` that nothing happened to for
+        ``idle_seconds`` (nothing in flight, no block, no open circuit, no slot since), so that
+        memory follows the domains being crawled, not every domain ever seen; what they learned
+        stays, as two numbers. The domains evicted."""
+        evicted = []
+        for domain, state in self.states.items():
+            if domain in keep or state.inflight:
+                continue
+            last = max(state.last_start or 0.0, state.next_start, state.blocked_until, state.circuit_open_until or 0.0)
+            if now - last >= idle_seconds:
+                evicted.append(domain)
+        for domain in evicted:
+            state = self.states.pop(domain)
+            if state.learned_delay or state.floor:
+                self.evicted_learning[domain] = (state.learned_delay, state.floor)
+        return evicted
 
     def ready_at(self, domain: str) -> float:
         return self.policy.ready_at(self.state(domain))

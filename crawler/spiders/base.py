@@ -3,9 +3,10 @@ identity and scope, and a row for every outcome."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Iterator
-from typing import Any, Self
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any, Self, TypeVar
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
@@ -21,6 +22,12 @@ from crawler.items import PageItem
 from crawler.outcomes import OutcomeRecorder
 from crawler.shared.connection import crawl_id, shared_services
 from crawler.shared.scope import SharedScope
+
+T = TypeVar("T")
+
+TURN_SIZE = 200
+"""Requests or rows built per reactor turn: a page's thousand links or a sitemap's 50,000
+entries are built over many turns, so that responses keep being read meanwhile."""
 
 # Spider arguments that are settings: ``-a max_pages=50`` is ``-s CRAWLER_MAX_PAGES=50``.
 ARGUMENT_SETTINGS = {
@@ -103,12 +110,13 @@ class BaseCrawlSpider(Spider):
             meta={"depth": depth, "discovered_via": via, "referrer": referrer, **meta},
         )
 
-    def parse_page(self, response: Response) -> Iterator[PageItem | Request]:
-        item, page = self.recorder.fetched(response)
+    async def parse_page(self, response: Response) -> AsyncIterator[PageItem | Request]:
+        item, page = await self.recorder.fetched(response)
         if page is not None:
             # Links before the row: in a shared crawl the stored row ends the page's lease, so
             # what the page links to must be queued by then.
-            yield from self.follow(response, item, page)
+            async for request in in_turns(self.follow(response, item, page)):
+                yield request
         yield item
 
     def follow(self, response: Response, item: PageItem, page: PageData) -> Iterator[Request]:
@@ -117,3 +125,14 @@ class BaseCrawlSpider(Spider):
 
     def page_failed(self, failure: Failure) -> Iterator[PageItem]:
         yield self.recorder.failed(failure, failure.request)
+
+    def closed(self, reason: str) -> None:
+        self.recorder.close()
+
+
+async def in_turns(outputs: Iterable[T]) -> AsyncIterator[T]:
+    """``outputs`` with the reactor given a turn every ``TURN_SIZE`` of them."""
+    for count, output in enumerate(outputs, 1):
+        yield output
+        if count % TURN_SIZE == 0:
+            await asyncio.sleep(0)

@@ -9,8 +9,9 @@ with several ``loc``; ``scrapy.utils.sitemap.sitemap_urls_from_robots`` is reuse
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from scrapy import Request
@@ -19,6 +20,7 @@ from scrapy.http import Response
 from scrapy.utils.sitemap import sitemap_urls_from_robots
 from twisted.python.failure import Failure
 
+from crawler.extraction.budget import BudgetExceeded
 from crawler.identity import InvalidURL, url_hash
 from crawler.items import PageItem, SitemapEntryItem
 from crawler.sitemaps import SitemapDocument, SitemapError, parse_sitemap
@@ -30,7 +32,7 @@ from crawler.sitemaps.discovery import (
     robots_url,
     seed_kind,
 )
-from crawler.spiders.base import BaseCrawlSpider
+from crawler.spiders.base import BaseCrawlSpider, in_turns
 
 
 class SitemapCrawlSpider(BaseCrawlSpider):
@@ -76,29 +78,33 @@ class SitemapCrawlSpider(BaseCrawlSpider):
         self.logger.debug("No robots.txt for %s: %s", discovery.seed, failure.value)
         yield from self._next_phase(discovery, discovery.advance())
 
-    def parse_sitemap(self, response: Response) -> Iterator[Request | PageItem | SitemapEntryItem]:
+    async def parse_sitemap(self, response: Response) -> AsyncIterator[Request | PageItem | SitemapEntryItem]:
         discovery: Discovery = response.meta["discovery"]
+        parse = partial(parse_sitemap, response.body, response.url, max_size=self.sitemap_max_size, strict=self.sitemap_strict)
         try:
-            document = parse_sitemap(
-                response.body, response.url, max_size=self.sitemap_max_size, strict=self.sitemap_strict
-            )
-        except SitemapError as exc:
+            document = await self.recorder.workers.run(parse)
+        except (SitemapError, BudgetExceeded) as exc:
             self.logger.warning("Unreadable sitemap %s: %s", response.url, exc)
             self.crawler.stats.inc_value("sitemap/unreadable")
             yield self.recorder.sitemap_unreadable(response, str(exc))
-            yield from self._next_phase(discovery, discovery.finished(0))
+            for output in self._next_phase(discovery, discovery.finished(0)):
+                yield output
             return
         if document.problems:
             self.crawler.stats.inc_value("sitemap/problems", len(document.problems))
         yield self.recorder.sitemap(response, len(document.entries), document.problems)
         depth = response.meta["sitemap_depth"]
+        found = 0
         if document.is_index:
             children = [entry.loc for entry in document.entries]
-            yield from self._sitemap_requests(discovery, children, depth=depth + 1)
-            found = 0
+            outputs: Iterable[Request | SitemapEntryItem] = self._sitemap_requests(discovery, children, depth=depth + 1)
         else:
-            found = yield from self._entries(response, document)
-        yield from self._next_phase(discovery, discovery.finished(found))
+            outputs = self._entries(response, document)
+        async for output in in_turns(outputs):
+            found += isinstance(output, SitemapEntryItem)
+            yield output
+        for output in self._next_phase(discovery, discovery.finished(found)):
+            yield output
 
     def sitemap_failed(self, failure: Failure) -> Iterator[Request | PageItem]:
         discovery: Discovery = failure.request.meta["discovery"]
@@ -106,8 +112,7 @@ class SitemapCrawlSpider(BaseCrawlSpider):
         yield from self._next_phase(discovery, discovery.finished(0))
 
     def _entries(self, response: Response, document: SitemapDocument) -> Iterator[Request | SitemapEntryItem]:
-        """Store each listed URL and request the new ones; return how many were listed."""
-        listed = 0
+        """A row for each listed URL and a request for each new one."""
         depth = response.meta.get("depth", 0) + 1
         now = datetime.now(UTC)
         for entry in document.entries:
@@ -117,7 +122,6 @@ class SitemapCrawlSpider(BaseCrawlSpider):
                 self.logger.debug("Invalid URL %r in sitemap %s: %s", entry.loc, response.url, exc)
                 self.crawler.stats.inc_value("sitemap/invalid_url")
                 continue
-            listed += 1
             yield SitemapEntryItem(
                 sitemap_url=response.url,
                 url=url,
@@ -142,7 +146,6 @@ class SitemapCrawlSpider(BaseCrawlSpider):
             )
             if request is not None:
                 yield request
-        return listed
 
     def _sitemap_requests(self, discovery: Discovery, urls: list[str], *, depth: int) -> Iterator[Request]:
         if depth > self.sitemap_max_depth:
