@@ -65,7 +65,7 @@ def crawl(mode: str, urls: list[str], folder: Path, timeout: float) -> Run:
     if result.returncode != 0:
         raise SystemExit(f"the {mode} crawl failed:\n{result.stderr[-3000:]}")
     with sqlite3.connect(database) as connection:
-        (pages,) = connection.execute("SELECT count(*) FROM pages WHERE status = 'fetched'").fetchone()
+        (pages,) = connection.execute("SELECT count(*) FROM pages WHERE http_status = 200").fetchone()
     database.unlink()
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return Run(mode, pages, wall, cpu)
