@@ -10,13 +10,15 @@ runs after that turn's I/O (asyncio runs I/O callbacks before the timers of a tu
 only once the buffers below the request are empty (a TLS connection holds it until the
 handshake is done). So the time stamped is never earlier than the real departure.
 
-Enabled for ``http`` and ``https`` in ``DOWNLOAD_HANDLERS``. Relies on two private attributes of
-Scrapy's handler and Twisted's pool (``_pool``, ``_factory``) and on the buffers of Twisted's
-transports; ``tests/test_downloader_handler.py`` checks them against the installed versions.
+Enabled for ``http`` and ``https`` in ``DOWNLOAD_HANDLERS``. Relies on private attributes of
+Scrapy's handler (``_pool``), Twisted's pool (``_factory``, the retrying wrapper's
+``_clientProtocol`` and ``_newConnection``) and the buffers of Twisted's transports;
+``tests/test_spacing_on_the_wire.py`` fails if a departure goes unstamped.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +31,8 @@ from twisted.web.client import HTTPConnectionPool
 
 from crawler.frontier.meta import DOMAIN, SENT_AT
 from crawler.politeness.limiter import limiter_for
+
+logger = logging.getLogger(__name__)
 
 _RECHECK_SECONDS = 0.001
 """How soon a stamp looks again at a connection whose buffers still hold the request."""
@@ -71,8 +75,14 @@ class _ReportingConnection:
         self._written = written
 
     def request(self, request: Any) -> Deferred[Any]:
-        answer = self._connection.request(request)  # the request is in the transport's buffer now
-        protocol = getattr(self._connection, "_clientProtocol", self._connection)  # pool's retrying wrapper
+        connection = self._connection
+        reconnect = getattr(connection, "_newConnection", None)
+        if reconnect is not None:
+            # The pool's retrying wrapper writes the request again on a new connection when the
+            # kept-alive one turns out closed: that write is a departure too, and the later one.
+            connection._newConnection = lambda: reconnect().addCallback(_ReportingConnection, self._written)
+        answer = connection.request(request)  # the request is in the transport's buffer now
+        protocol = getattr(connection, "_clientProtocol", connection)
         self._written(protocol.transport)
         return answer
 
@@ -107,7 +117,8 @@ class SpacedHTTP11DownloadHandler(HTTP11DownloadHandler):
 
     def _sent(self, request: Request) -> None:
         limiter = limiter_for(self._crawler)
-        request.meta[SENT_AT] = limiter.clock()
+        sent_at = request.meta[SENT_AT] = limiter.clock()
+        logger.debug("Sent at %.6f: %s", sent_at, request)
         domain = request.meta.get(DOMAIN)
         if domain is not None:
             limiter.sent(domain)

@@ -2,10 +2,10 @@
 
 A 2.5 MB page takes a tenth of a second to parse and extract; on the reactor, that is a tenth
 of a second in which no request leaves, no response is read and no lease is renewed, and a page
-built to be slow (400,000 nested ``<div>``) stalled a crawl for minutes. Documents are handled
-in a small pool of worker threads: lexbor (selectolax) and libxml2 (lxml) release the GIL while
-they parse (a 4 s lexbor parse in a thread delayed the main thread by at most 11 ms), and the
-Python parts yield it every few milliseconds.
+built to be slow (400,000 nested ``<div>``) stalled a crawl for minutes. Documents larger
+than ``INLINE_BYTES`` are handled in a small pool of worker threads: lexbor (selectolax) and
+libxml2 (lxml) release the GIL while they parse (a 4 s lexbor parse in a thread delayed the
+main thread by at most 11 ms), and the Python parts yield it every few milliseconds.
 
 lexbor's tree building is quadratic in the nesting depth (10,000 nested elements parse in
 0.8 s, 50,000 in 25 s), so a document nested deeper than ``CRAWLER_MAX_DOM_DEPTH`` is refused
@@ -35,6 +35,11 @@ _NOT_NESTING = frozenset(
     "area base br col embed hr img input keygen link meta param source track wbr "
     "body caption colgroup dd dt head html li optgroup option p rb rp rt rtc tbody td tfoot th thead tr".split()
 )
+
+
+INLINE_BYTES = 64 * 1024
+"""Documents up to this size are handled on the reactor: a few milliseconds of work, where
+handing them to a thread and back costs two thread switches, slow on a loaded machine."""
 
 
 class BudgetExceeded(Exception):
@@ -91,9 +96,13 @@ class DocumentWorkers:
             settings.getint("CRAWLER_MAX_DOM_DEPTH"),
         )
 
-    async def run(self, work: Callable[[], T]) -> T:
-        """``work()`` in a worker thread; BudgetExceeded when it runs longer than the timeout
-        (counted from its start in the thread, not while it waits for one)."""
+    async def run(self, work: Callable[[], T], size: int | None = None) -> T:
+        """``work()`` on a document of ``size`` bytes: at once if it is small, else (or when its
+        size says nothing, as for compressed sitemaps) in a worker thread; BudgetExceeded when
+        that runs longer than the timeout (counted from its start in the thread, not while it
+        waits for one)."""
+        if size is not None and size <= INLINE_BYTES:
+            return work()
         loop = asyncio.get_running_loop()
         started: asyncio.Future[None] = loop.create_future()
 

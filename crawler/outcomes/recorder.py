@@ -67,7 +67,7 @@ class OutcomeRecorder:
         directives = parse_robots_directives(header_values(response, "X-Robots-Tag"), self.user_agents)
         try:
             if item.content_type in _HTML_TYPES and isinstance(response, TextResponse):
-                page = await self.workers.run(partial(self._extract, response))
+                page = await self.workers.run(partial(self._extract, response), len(response.body))
                 directives = directives | page.robots
                 page.robots = directives
                 item.title, item.description, item.text = page.title, page.description, page.text
@@ -76,7 +76,7 @@ class OutcomeRecorder:
                 if self.store_links:
                     item.links = json.dumps(page.links)
             elif isinstance(response, TextResponse):
-                item.text = await self.workers.run(partial(_squashed_text, response))
+                item.text = await self.workers.run(partial(_squashed_text, response), len(response.body))
         except Exception as exc:  # bad input must not stop the crawl: the row says why
             item.status = "error"
             item.error = f"extraction failed: {global_object_name(type(exc))}: {exc}"
