@@ -8,7 +8,7 @@ documentation gzip-compressed (``bench/realweb.py``; pages up to 2.5 MB).
 ``--seconds``; per host the requests, the gaps shorter than the delay minus 10 ms, the shortest
 gap, and the rate against the allowed one (1/delay, over the host's active span).
 ``many``: ``--hosts`` hosts without ``Crawl-delay`` (the default delay of 1 s), ``--pages`` pages
-in all; the short gaps over every host. ``--processes N`` runs N crawl processes sharing one
+in all, each host's share given as seeds; the short gaps over every host. ``--processes N`` runs N crawl processes sharing one
 frontier through Redis (``REDIS_URL``, default the local one); ``--hog`` spins a process per core
 beside the crawl. The start of a request is when nginx read its first byte (``$msec -
 $request_time``).
@@ -24,6 +24,7 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.many_domains import seeds
 from bench.politeness import REDIS_URL, ROOT, _clear_redis, _run_all
 from bench.realweb import CpuHog, RealWeb, ServedRequest, by_host, gaps, loopback_addresses, short_gaps
 
@@ -93,8 +94,9 @@ def many(args: argparse.Namespace) -> None:
         if hog:
             hog.start()
         try:
-            wall = crawl([web.url(i) for i in range(args.hosts)], args.seconds, Path(tmp), args.processes,
-                         CRAWLER_MAX_PAGES=str(args.pages))  # fmt: skip
+            # Every host's share of the pages as seeds, nothing followed: following links from a
+            # thousand seeds, the first hosts' links kept the crawl busy and most seeds waited.
+            wall = crawl(seeds(web, args.pages), args.seconds, Path(tmp), args.processes, CRAWLER_MAX_PAGES=str(args.pages))
         finally:
             if hog:
                 hog.stop()
