@@ -47,6 +47,7 @@ WEB_SITES = {
     "budgeted": "paced:pages=100",
     "validated": "paced:pages=30,validators=1",
     "throttling": "paced:rate=4,retry_after=5,pages=30",  # blocks long enough to be seen from outside
+    "deep": "deep:pages=20",
 }
 
 

@@ -33,8 +33,12 @@ def _push(frontier: SharedFrontier, url: str, priority: int = 0, **options) -> N
 
 
 def _popped_url(frontier: SharedFrontier) -> str | None:
+    """The URL of the request popped, sent at once; None if nothing was ready."""
     popped = frontier.pop()
-    return popped.request.partition("\t")[0] if popped.kind == "request" else None
+    if popped.kind != "request":
+        return None
+    frontier.sent(popped.domain)
+    return popped.request.partition("\t")[0]
 
 
 def test_highest_priority_first_then_first_in_first_out(frontier: SharedFrontier, clock: FakeClock) -> None:
@@ -54,6 +58,7 @@ def test_a_domain_is_handed_out_only_when_its_slot_comes(frontier: SharedFrontie
     _push(frontier, "http://b/0")
     first = frontier.pop()
     assert first.kind == "request" and first.reservation == f"{clock.now + 1.0:.6f}"
+    frontier.sent("a")
     assert _popped_url(frontier) == "http://b/0"  # another domain is not held up
     waiting = frontier.pop()
     assert waiting.kind == "none" and waiting.next_ready == pytest.approx(1_001.0)
@@ -144,6 +149,7 @@ def test_robots_txt_is_fetched_once_for_all_processes(redis_client: redis.Redis,
     _push(one, "http://a/0")
     claim = one.pop()
     assert (claim.kind, claim.domain, claim.request) == ("robots", "a", "http")
+    one.sent("a")
     clock.now += 5
     assert two.pop().kind == "none"  # another process fetches it: wait
     one.robots_stored("a", clock.now + 3600)
@@ -186,3 +192,27 @@ def test_a_request_is_marked_seen_in_the_step_that_queues_it(frontier: SharedFro
     assert not frontier.push("a", 0, "http://a/0\t{}", seen=seen)
     assert frontier.sizes().queued == 1
     assert frontier.client.sismember(seen[0], seen[1])
+
+
+def test_no_process_starts_a_domain_before_its_last_request_has_left(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
+    one, two = _frontier(redis_client, crawl_name, clock), _frontier(redis_client, crawl_name, clock)
+    for n in range(3):
+        _push(one, f"http://a/{n}")
+    assert one.pop().kind == "request"
+    clock.now += 5.0  # held up in the first process for longer than the delay
+    assert two.pop().kind == "none"
+    one.sent("a")
+    waiting = two.pop()
+    assert waiting.kind == "none" and waiting.next_ready == pytest.approx(clock.now + 1.0)
+    clock.now += 1.0
+    assert _popped_url(two) == "http://a/1"
+
+
+def test_a_dead_process_holds_its_unsent_slot_only_until_its_lease_ends(frontier: SharedFrontier, clock: FakeClock) -> None:
+    for n in range(2):
+        _push(frontier, f"http://a/{n}")
+    assert frontier.pop().kind == "request"  # and its process dies before sending it
+    clock.now += 29.9
+    assert frontier.pop().kind == "none"
+    clock.now += 0.1
+    assert frontier.pop().kind == "request"

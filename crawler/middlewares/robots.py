@@ -118,6 +118,10 @@ class RobotsMiddleware:
         if entry is not None and self.shared is not None:
             self.shared.put(domain, SharedRobotsFile(entry.status, entry.body, entry.fetched_at, entry.expires_at))
 
+    def forget(self, domain: str) -> None:
+        """Drop the rules of a domain idle for long (fetched again if it comes back)."""
+        self.cache.forget(domain)
+
     def fetching(self, domain: str) -> bool:
         return domain in self._fetching
 

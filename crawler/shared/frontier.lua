@@ -9,7 +9,8 @@
 --   P:q:D:PRIO       list  encoded requests "KEY<TAB>JSON", first in first out
 --   P:queued         int   requests in the P:q lists
 --   P:delayed        zset  "D<TAB>PRIO<TAB>REQUEST" -> not before (retries with backoff)
---   P:d:D            hash  domain state: next, prev, last (slot times), delay, limit, hold (set by
+--   P:d:D            hash  domain state: next, prev, last (slot times), unsent (while the last slot's
+--                          request has not left: until when at most), delay, limit, hold (set by
 --                          the policy), scheme, robots_until, robots_claim, state (policy JSON)
 --   P:inflight:D     zset  holders of D's concurrency (lease keys, robots:D) -> expiry
 --   P:leases         zset  lease key -> expiry;   P:leasedata  hash lease key -> "D<TAB>PRIO<TAB>REQUEST"
@@ -56,8 +57,8 @@ local function refresh(d)
     redis.call('ZREM', P .. ':ready', d)
     return
   end
-  local f = redis.call('HMGET', dkey(d), 'next', 'hold', 'limit', 'robots_until', 'robots_claim')
-  local at = math.max(num(f[1], 0), num(f[2], 0))
+  local f = redis.call('HMGET', dkey(d), 'next', 'hold', 'limit', 'robots_until', 'robots_claim', 'unsent')
+  local at = math.max(num(f[1], 0), num(f[2], 0), num(f[6], 0))
   if holders(d) >= num(f[3], default_limit) then
     local first = redis.call('ZRANGE', inflight_key(d), 0, 0, 'WITHSCORES')
     at = math.max(at, num(first[2], now))
@@ -79,15 +80,18 @@ end
 local function reserve(d, holder)
   local k = dkey(d)
   local f = redis.call('HMGET', k, 'next', 'delay')
-  local reservation = fmt(now + num(f[2], default_delay))
+  local delay = num(f[2], default_delay)
+  local reservation = fmt(now + delay)
   redis.call('HSET', k, 'prev', f[1] or fmt(0), 'next', reservation, 'last', fmt(now))
+  -- The next slot counts from when this request leaves ('sent'); a dead holder's wait expires.
+  if delay > 0 then redis.call('HSET', k, 'unsent', fmt(now + lease_seconds)) end
   redis.call('ZADD', inflight_key(d), now + lease_seconds, holder)
   return reservation
 end
 
 local function can_start(d)
-  local f = redis.call('HMGET', dkey(d), 'next', 'hold', 'limit')
-  return math.max(num(f[1], 0), num(f[2], 0)) <= now and holders(d) < num(f[3], default_limit)
+  local f = redis.call('HMGET', dkey(d), 'next', 'hold', 'limit', 'unsent')
+  return math.max(num(f[1], 0), num(f[2], 0), num(f[4], 0)) <= now and holders(d) < num(f[3], default_limit)
 end
 
 local function release_lease(key, front)
@@ -199,6 +203,7 @@ elseif op == 'sent' then
   local f = redis.call('HMGET', k, 'next', 'delay')
   local delay = num(f[2], default_delay)
   redis.call('HSET', k, 'next', fmt(math.max(num(f[1], 0), now + delay)), 'last', fmt(now))
+  redis.call('HDEL', k, 'unsent')
   refresh(d)
   return fmt(delay)  -- the delay in force, as text (Redis would cut a number to an integer)
 
@@ -208,6 +213,7 @@ elseif op == 'unreserve' then
   if redis.call('HGET', k, 'next') == ARGV[8] then
     redis.call('HSET', k, 'next', redis.call('HGET', k, 'prev') or fmt(0))
   end
+  redis.call('HDEL', k, 'unsent')
   refresh(ARGV[7])
   return 1
 

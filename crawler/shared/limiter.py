@@ -32,8 +32,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # Written by the frontier script, not part of the JSON state.
-_SLOT_FIELDS = ("next", "prev", "last")
-_SLOT_ATTRIBUTES = ("next_start", "previous_next_start", "last_start")
+_SLOT_FIELDS = ("next", "prev", "last", "unsent")
+_SLOT_ATTRIBUTES = ("next_start", "previous_next_start", "last_start", "unsent_until")
 _TRANSIENT = frozenset({*_SLOT_ATTRIBUTES, "inflight"})
 # A paused domain is held until an operator resumes it; a finite time, as the frontier script
 # compares numbers (year 33658).
@@ -112,7 +112,9 @@ class SharedDomainLimiter(DomainLimiter):
         return self._safely(lambda: self.frontier.try_reserve(domain, holder), None)
 
     def sent(self, domain: str) -> float | None:
-        return self._safely(lambda: self.frontier.sent(domain), None)
+        delay = self._safely(lambda: self.frontier.sent(domain), None)
+        self.may_be_ready(domain)
+        return delay
 
     def unreserve(self, domain: str, reservation: Any) -> None:
         self._safely(lambda: self.frontier.unreserve(domain, str(reservation)), None)

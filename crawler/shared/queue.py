@@ -112,7 +112,7 @@ class SharedFrontierQueue(Base):
             if popped.kind == "robots":
                 self._robots(popped.domain, popped.request, popped.reservation)
                 continue
-            request = self._decode(popped.domain, popped.request)
+            request = self._decode(popped.domain, popped.request, popped.reservation)
             if request is None:
                 continue
             key = lease_key(request)
@@ -174,7 +174,7 @@ class SharedFrontierQueue(Base):
         self.stats.inc_value("frontier/robots_fetches")
         robots.fetch(domain, scheme, reservation)
 
-    def _decode(self, domain: str, encoded: str) -> Request | None:
+    def _decode(self, domain: str, encoded: str, reservation: str) -> Request | None:
         try:
             return self.codec.decode(encoded)[1]
         except (ValueError, UnserializableRequest) as exc:
@@ -185,6 +185,7 @@ class SharedFrontierQueue(Base):
                 record_outcome(self.crawler, Request(key), "error", f"unreadable in the shared frontier: {exc}")
             except ValueError:
                 logger.error("No row for %r: not a URL", key)
+            self.frontier.unreserve(domain, reservation)  # nothing was sent on its slot
             self.frontier.finish(domain, key)
             self.frontier.ack([key])
             return None
