@@ -11,6 +11,7 @@ from crawler.politeness.policy import Change, DomainState, Policy, PolicyConfig,
 from crawler.politeness.retry_after import retry_after_seconds
 from crawler.shared.limiter import SharedDomainLimiter
 from crawler.shared.store import FrontierConfig, SharedFrontier
+from tests.helpers import crawl_keys
 
 
 def _policy(**config) -> Policy:
@@ -286,7 +287,7 @@ def make_limiter(request: pytest.FixtureRequest):
             return DomainLimiter(policy, clock=clock)
         client, name = request.getfixturevalue("redis_client"), request.getfixturevalue("crawl_name")
         config = FrontierConfig(policy.effective_delay(DomainState()), policy.concurrency(DomainState()), robots=False)
-        return SharedDomainLimiter(policy, SharedFrontier(client, f"crawler:{name}", config, clock=clock))
+        return SharedDomainLimiter(policy, SharedFrontier(client, crawl_keys(name), config, clock=clock))
 
     return make
 

@@ -54,8 +54,8 @@ class Command(ScrapyCommand):
     def _list_crawls(self) -> None:
         settings = self.settings
         client = redis_client(settings)
-        prefix = crawl_prefix(settings, "")
-        crawls = sorted({key.decode()[len(prefix):].rsplit(":", 1)[0] for key in client.scan_iter(match=f"{prefix}*:domains")})
+        pattern = crawl_prefix(settings, "*") + ":domains"
+        crawls = sorted({key.decode().partition("{")[2].rpartition("}")[0] for key in client.scan_iter(match=pattern)})
         if not crawls:
             print("no shared crawl in this Redis")
         for crawl in crawls:
