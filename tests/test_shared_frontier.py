@@ -226,3 +226,47 @@ def test_a_request_that_never_leaves_holds_its_domain_only_for_the_send_window(f
     assert frontier.pop().kind == "none"
     clock.now += 0.01
     assert _popped_url(frontier) == "http://a/1"
+
+
+def test_a_request_that_keeps_coming_back_becomes_a_dead_letter(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
+    frontier = _frontier(redis_client, crawl_name, clock, max_deliveries=3)
+    _push(frontier, "http://a/0")
+    for delivery in range(3):
+        assert _popped_url(frontier) == "http://a/0", delivery
+        frontier.finish("a", "http://a/0")
+        if delivery == 0:
+            clock.now += 30.0  # its worker died: the lease expires
+        else:
+            frontier.release(["http://a/0"])  # its callback failed
+        clock.now += 1.0
+    dead = frontier.pop()
+    assert (dead.kind, dead.domain, dead.request) == ("dead", "a", "http://a/0\t{}")  # once, for a row
+    assert frontier.pop().kind == "none"
+    assert frontier.dead_letters() == ["http://a/0\t{}"]
+    assert frontier.sizes().dead == 1 and frontier.sizes().empty
+
+
+def test_requests_given_back_unstarted_or_acknowledged_do_not_count_towards_the_cap(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
+    frontier = _frontier(redis_client, crawl_name, clock, max_deliveries=2)
+    _push(frontier, "http://a/0")
+    for _ in range(3):
+        assert _popped_url(frontier) == "http://a/0"
+        frontier.finish("a", "http://a/0")
+        frontier.release(["http://a/0"], returned=False)  # popped ahead, never handed to the engine
+        clock.now += 1.0
+    assert _popped_url(frontier) == "http://a/0"
+    frontier.release(["http://a/0"])
+    clock.now += 1.0
+    assert _popped_url(frontier) == "http://a/0"  # delivered again: one return so far
+    frontier.ack(["http://a/0"])
+    assert frontier.sizes().dead == 0
+
+
+def test_a_lease_renewed_while_its_page_is_stored_never_expires(frontier: SharedFrontier, clock: FakeClock) -> None:
+    _push(frontier, "http://a/0")
+    assert _popped_url(frontier) == "http://a/0"
+    for _ in range(10):  # 10 lease times (30 s) of a database outage, renewed every 10 s
+        clock.now += 10.0
+        assert frontier.renew(["http://a/0", "http://a/never-leased"]) == 1
+        assert frontier.pop().kind == "none"
+    assert frontier.sizes().reclaimed == 0

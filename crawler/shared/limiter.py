@@ -139,7 +139,8 @@ class SharedDomainLimiter(DomainLimiter):
     def sent(self, domain: str) -> None:
         # Stamped with the server's time when it arrives, never earlier than the request left.
         super().sent(domain)
-        self._op("sent", domain)
+        # The domain's slot was held until now: its next request may be popped once the delay passes.
+        self._op("sent", domain, done=lambda _: self.may_be_ready(domain))
 
     def unreserve(self, domain: str, reservation: Any) -> None:
         self._op("unreserve", domain, str(reservation))

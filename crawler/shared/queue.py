@@ -205,8 +205,10 @@ class SharedFrontierQueue(Base):
         self.wakeup.at(wait)
 
     def may_be_ready(self, domain: str) -> None:
-        """A slot of this process finished or was given back: a pop may find work sooner."""
+        """A request of this process left, or its slot finished or was given back: a pop may
+        find work sooner than the frontier last said."""
         self._pop_after = 0.0
+        self.wakeup.at(0)
 
     # --- leases ----------------------------------------------------------------------------------
     def rows_committed(self, urls: list[str]) -> None:
