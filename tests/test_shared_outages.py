@@ -33,6 +33,7 @@ def test_redis_answering_nothing_pauses_the_worker_whose_reactor_stays_responsiv
     assert max(lag for _, lag in beats) < 0.5, beats
     assert run.rows.keys() == {"/", "/private/page"} | {f"/p/{n}" for n in range(150)}  # resumed, nothing lost
     assert all(row["status"] in ("fetched", "blocked_by_robots") for row in run.rows.values())
+    assert run.fetched_twice == []  # leases outlived by the silence were renewed before anything else
 
 
 def test_postgres_away_longer_than_the_leases_fetches_no_page_twice(web: TestWeb, crawl_name: str, tmp_path: Path) -> None:

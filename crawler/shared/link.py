@@ -60,6 +60,9 @@ class RedisLink:
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._busy = False
+        self.first_on_retry: list[Callable[[], Op | None]] = []
+        """Operations put first whenever the link tries again after an outage (renewing the
+        leases this process holds, before anything else may reclaim them)."""
 
     def start(self, retry_seconds: float, stats: Any) -> None:
         """From now on, operations go through the I/O thread (call on the reactor's loop)."""
@@ -133,6 +136,9 @@ class RedisLink:
             self._ops.extendleft(reversed(batch[len(results) :]))  # tried again, in order
             self._unavailable(error)
             await asyncio.sleep(self.retry_seconds)  # the reactor goes on meanwhile
+            for first in self.first_on_retry:
+                if (op := first()) is not None:
+                    self._ops.appendleft(op)
 
     def _unavailable(self, error: Exception) -> None:
         if self.stats is not None:

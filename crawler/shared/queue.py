@@ -103,6 +103,9 @@ class SharedFrontierQueue(Base):
         self.leased: set[str] = set()
         """Lease keys this process holds (at hand or in the engine), renewed until their rows
         are stored; given back if it closes first."""
+        self.acking: set[str] = set()
+        """Lease keys whose rows are stored, until Redis has their acknowledgement: renewed
+        meanwhile too (an outage of Redis must not let them expire)."""
         self.sizes = FrontierSizes(0, 0, 0, 0)
         self.sizes_at = -1.0
         """When the frontier was asked for ``sizes`` (monotonic time; -1: not yet)."""
@@ -111,6 +114,8 @@ class SharedFrontierQueue(Base):
         self._renewing = False
         self._pop_after = 0.0  # monotonic time before which a pop would find nothing ready
         self._tasks: list[asyncio.Task[None]] = []
+        # Leases that expired while Redis was away are renewed before a pop could reclaim them.
+        self.link.first_on_retry.append(self._renewal)
         self.limiter = limiter_for(crawler)
         self.limiter.watch(self.may_be_ready)
         crawler.signals.connect(self.rows_committed, signal=rows_committed)
@@ -219,10 +224,14 @@ class SharedFrontierQueue(Base):
         self._ack(done)
 
     def _ack(self, keys: list[str]) -> None:
+        self.acking.update(keys)
+
+        def acknowledged(_: Any) -> None:
+            self.acking.difference_update(keys)
+            self.stats.inc_value("frontier/acknowledged", len(keys))
+
         frontier = self.frontier
-        self.link.submit(
-            Op(send=lambda pipe: frontier.call("ack", *keys, client=pipe), done=lambda _: self.stats.inc_value("frontier/acknowledged", len(keys)))
-        )
+        self.link.submit(Op(send=lambda pipe: frontier.call("ack", *keys, client=pipe), done=acknowledged))
 
     def spider_error(self, failure: Failure, response: Response, spider: Spider) -> None:
         """A callback failed: its request comes back (for another worker, or this one later),
@@ -239,17 +248,21 @@ class SharedFrontierQueue(Base):
         self.link.submit(Op(send=lambda pipe: frontier.call("release", int(returned), *keys, client=pipe)))
 
     def _renew(self) -> None:
-        if self._renewing or not self.leased:
-            return
-        self._renewing = True
-        keys = list(self.leased)
+        if not self._renewing and (op := self._renewal()) is not None:
+            self._renewing = True
+            self.link.submit(op)
+
+    def _renewal(self) -> Op | None:
+        keys = list(self.leased | self.acking)
+        if not keys:
+            return None
 
         def renewed(count: Any) -> None:
             self._renewing = False
             self.stats.inc_value("frontier/lease_renewed", int(count or 0))
 
         frontier = self.frontier
-        self.link.submit(Op(send=lambda pipe: frontier.call("renew", *keys, client=pipe), done=renewed))
+        return Op(send=lambda pipe: frontier.call("renew", *keys, client=pipe), done=renewed)
 
     def _beat(self) -> None:
         asked_at = time.monotonic()
