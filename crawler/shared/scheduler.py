@@ -139,7 +139,7 @@ class SharedFrontierScheduler(RedisScheduler):
         link = self.services.link
         self.queue.release()
         if reason != "finished":
-            record_unfetched(self.crawler, self.local.drain(), reason)
+            await record_unfetched(self.crawler, self.local.drain(), reason)
         self.local.close()
         if await link.drain(self.close_timeout) and reason == "finished" and self._idle_since is not None:
             await self._clear_if_complete()
