@@ -31,7 +31,7 @@ from crawler.frontier.codec import UnserializableRequest
 from crawler.frontier.queue import PolitePriorityQueue
 from crawler.frontier.unfetched import record_unfetched
 from crawler.shared.connection import SharedServices, shared_services
-from crawler.shared.dupefilter import SeenFilter
+from crawler.shared.dupefilter import seen_filter
 from crawler.shared.link import REDIS_ERRORS, Op
 from crawler.shared.queue import SharedFrontierQueue
 from crawler.shared.reaper import reclaim_if_dead
@@ -53,9 +53,7 @@ class SharedFrontierScheduler(RedisScheduler):
             persist=True,
             queue_key=services.prefix,
             queue_cls=settings.get("SCHEDULER_QUEUE_CLASS"),
-            dupefilter=SeenFilter(
-                services.client, services.key("seen"), crawler.request_fingerprinter, settings.getbool("DUPEFILTER_DEBUG")
-            ),
+            dupefilter=seen_filter(crawler, services.client, services.key("seen"), crawler.request_fingerprinter),
         )
         scheduler.services = services
         scheduler.stats = crawler.stats
