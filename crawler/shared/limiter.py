@@ -52,7 +52,6 @@ class SharedDomainLimiter(DomainLimiter):
         super().__init__(policy, frontier.clock or time.time)
         self.frontier = frontier
         self.link = link or RedisLink(frontier.client)
-        self.stats: Any = None
         self._grants: dict[str, tuple[str, str]] = {}  # domain -> (holder, reservation) granted, unused
         self._asking: set[str] = set()
 
@@ -95,9 +94,7 @@ class SharedDomainLimiter(DomainLimiter):
                     return state
                 except redis.WatchError:
                     continue  # another process changed the domain: apply to its new state
-        logger.warning("Pacing of %s not updated: %d processes changed it meanwhile", domain, WATCH_ATTEMPTS)
-        if self.stats is not None:
-            self.stats.inc_value("limiter/shared_update_conflicts")
+        logger.warning("Pacing of %s not updated: other processes changed it %d times meanwhile", domain, WATCH_ATTEMPTS)
         return None
 
     def _fields(self, state: DomainState) -> dict[str, Any]:

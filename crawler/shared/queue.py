@@ -179,7 +179,8 @@ class SharedFrontierQueue(Base):
 
     def _popped(self, answer: Any) -> None:
         self._popping = False
-        if answer is None:
+        if answer is None:  # the script failed (logged): ask again later
+            self.wakeup.at(self.poll_seconds)
             return
         batch = parse_pop(answer)
         requests = []
