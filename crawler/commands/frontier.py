@@ -41,7 +41,7 @@ class Command(ScrapyCommand):
         sizes = frontier.sizes()
         print(
             f"crawl {args[0]}: {sizes.queued} queued, {sizes.delayed} waiting to retry, "
-            f"{sizes.leased} leased, {sizes.reclaimed} leases expired and requeued"
+            f"{sizes.leased} leased, {sizes.reclaimed} leases expired and requeued, {sizes.dead} dead letters"
         )
         print(f"{'domain':40} {'queued':>8} {'ready in':>9} {'blocked':>8} {'delay':>7} {'conc.':>5} {'in flight':>9}")
         for row in frontier.domains():
