@@ -16,14 +16,14 @@ from tests.helpers import Database, crawl_keys, start_crawl
 from tests.outage_runs import postgres_stopped, redis_blackholed
 from tests.testweb import TestWeb
 
-SILENCE = 8.0
+SILENCE = 5.0
 
 
 def test_redis_answering_nothing_pauses_the_worker_whose_reactor_stays_responsive(web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path) -> None:
     database = postgres_database
     run = redis_blackholed(
         web, database, REDIS_ADDRESS, crawl_name, tmp_path, site="shared", silence=SILENCE,
-        settings={"CRAWLER_LEASE_SECONDS": "5", "CRAWLER_REDIS_RETRY_SECONDS": "0.5"},
+        settings={"CRAWLER_LEASE_SECONDS": "3", "CRAWLER_REDIS_RETRY_SECONDS": "0.5"},  # the silence outlives the leases
     )  # fmt: skip
     (log,) = run.logs
     assert "Redis unavailable" in log and "Redis available again" in log, log[-3000:]
@@ -37,7 +37,7 @@ def test_redis_answering_nothing_pauses_the_worker_whose_reactor_stays_responsiv
 
 
 def test_postgres_away_longer_than_the_leases_fetches_no_page_twice(web: TestWeb, crawl_name: str, tmp_path: Path) -> None:
-    lease, outage = 3.0, 10.0
+    lease, outage = 2.0, 6.0
     run = postgres_stopped(
         web, crawl_name, tmp_path, site="shared", workers=2, outage=outage,
         settings={"REDIS_URL": REDIS_URL, "CRAWLER_LEASE_SECONDS": str(lease)},
