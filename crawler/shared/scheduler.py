@@ -97,7 +97,7 @@ class SharedFrontierScheduler(RedisScheduler):
         seen = None if request.dont_filter else self.df.marker(request)
         try:
             # marked seen and queued in one step
-            self.queue.push(request, seen, on_seen=lambda: self.df.log(request, self.spider))
+            self.queue.push(request, seen, on_seen=lambda: self._dropped(request))
         except UnserializableRequest:
             self._keep_local(request, seen)
         self.stats.inc_value("scheduler/enqueued/redis")
@@ -114,10 +114,16 @@ class SharedFrontierScheduler(RedisScheduler):
             if added:
                 self.local.push(request)
             else:
-                self.df.log(request, self.spider)
+                self._dropped(request)
 
         key, value = seen
         self.services.link.submit(Op(send=lambda pipe: pipe.sadd(key, value), done=marked))
+
+    def _dropped(self, request: Request) -> None:
+        """A request found seen once Redis answered: what Scrapy's engine does for a request
+        its scheduler refuses at once (a redirect to a seen URL still gets its row)."""
+        self.df.log(request, self.spider)
+        self.crawler.signals.send_catch_log(signals.request_dropped, request=request, spider=self.spider)
 
     def next_request(self) -> Request | None:
         request = self.local.pop() if len(self.local) else None
