@@ -37,6 +37,7 @@ from crawler.frontier.unfetched import record_outcome
 from crawler.frontier.wakeup import EngineWakeup
 from crawler.middlewares.robots import robots_for
 from crawler.politeness.limiter import limiter_for
+from crawler.politeness.signals import domain_blocked
 from crawler.shared.connection import shared_services
 from crawler.shared.link import Op
 from crawler.shared.scope import SharedScope
@@ -120,6 +121,7 @@ class SharedFrontierQueue(Base):
         self.limiter.watch(self.may_be_ready)
         crawler.signals.connect(self.rows_committed, signal=rows_committed)
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
+        crawler.signals.connect(self.domain_blocked, signal=domain_blocked)
 
     def start(self) -> None:
         """Begin the background work (on the reactor's loop): beats and lease renewal."""
@@ -184,6 +186,7 @@ class SharedFrontierQueue(Base):
             return
         batch = parse_pop(answer)
         requests = []
+        now = self.limiter.clock()
         for popped in batch.popped:
             if popped.kind == "robots":
                 self._robots(popped.domain, popped.request, popped.reservation)
@@ -192,7 +195,10 @@ class SharedFrontierQueue(Base):
             elif (request := self._decode(popped.domain, popped.request)) is not None:
                 request.meta.update({DOMAIN: popped.domain, RESERVATION: popped.reservation, HOLDER: lease_key(request)})
                 self.leased.add(lease_key(request))
-                requests.append(request)
+                if self.limiter.state(popped.domain).blocked_until > now:
+                    self._give_back(popped.domain, [request])  # popped before this process's block reached Redis
+                else:
+                    requests.append(request)
         robots = robots_for(self.crawler)
         missing = {domain_key(r) for r in requests if robots is not None and not robots.ready(domain_key(r))}
         if robots is not None and robots.shared is not None and missing:
@@ -209,6 +215,23 @@ class SharedFrontierQueue(Base):
         wait = self.poll_seconds if batch.wait is None else min(batch.wait, self.poll_seconds)
         self._pop_after = time.monotonic() + wait
         self.wakeup.at(wait)
+
+    def domain_blocked(self, domain: str, outcome: Any) -> None:
+        """A 429 (or the like): requests of the domain popped ahead go back unstarted, their
+        slots given back, rather than out before the block is known everywhere."""
+        held = [request for request in self.at_hand if request.meta.get(DOMAIN) == domain]
+        if held:
+            self.at_hand = deque(request for request in self.at_hand if request.meta.get(DOMAIN) != domain)
+            self._give_back(domain, held)
+
+    def _give_back(self, domain: str, held: list[Request]) -> None:
+        for request in held:
+            self.limiter.unreserve(domain, request.meta.pop(RESERVATION))
+            self.limiter.finish(domain, request.meta.pop(HOLDER))
+            request.meta.pop(DOMAIN)
+        keys = [lease_key(request) for request in held]
+        self.leased.difference_update(keys)
+        self._release(keys, returned=False)
 
     def may_be_ready(self, domain: str) -> None:
         """A request of this process left, or its slot finished or was given back: a pop may
