@@ -296,6 +296,7 @@ def test_limiter_uses_its_clock(make_limiter) -> None:
     clock = [100.0]
     limiter = make_limiter(_policy(default_delay=2.0), lambda: clock[0])
     assert limiter.try_start("a.example", "a1")
+    limiter.sent("a.example")  # it leaves: the next slot counts from now (the shared one holds it until then)
     assert limiter.try_start("a.example", "a2") is None
     assert limiter.try_start("b.example", "b1")  # one domain does not hold up another
     clock[0] = 102.0
