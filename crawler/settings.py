@@ -136,6 +136,7 @@ EXTENSIONS = {
     "crawler.extensions.run_lock.RunLock": 500,
     "crawler.extensions.heartbeat.Heartbeat": 510,
     "crawler.extensions.control.CrawlControl": 520,
+    "crawler.extensions.reactor_heartbeat.ReactorHeartbeat": 0,
 }
 CRAWLER_GC_FREEZE = True
 # Parsing and extraction of documents in worker threads, within a time and a depth budget.
@@ -213,6 +214,15 @@ CRAWLER_REDIS_META_KEYS = [
     "recrawl",
 ]  # fmt: skip
 CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
+# Redis off the reactor: leased requests popped ahead, retries of a Redis outage, the delivery
+# cap, the time a worker waits for Redis at its end, dead crawls reclaimed.
+CRAWLER_REDIS_PREFETCH = 4
+CRAWLER_REDIS_RETRY_SECONDS = 1.0
+CRAWLER_REDIS_CLOSE_TIMEOUT = 10.0
+CRAWLER_MAX_DELIVERIES = 5
+CRAWLER_CRAWL_REAP_SECONDS = 600.0
+# A log line (and the reactor's lag) every N seconds; 0: off.
+CRAWLER_REACTOR_HEARTBEAT_SECONDS = 0.0
 
 # --- Seeing and steering a running crawl (workers, domain_state, request_log, domain_controls) ---
 CRAWLER_HEARTBEAT_SECONDS = 5.0

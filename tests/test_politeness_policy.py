@@ -11,6 +11,7 @@ from crawler.politeness.policy import Change, DomainState, Policy, PolicyConfig,
 from crawler.politeness.retry_after import retry_after_seconds
 from crawler.shared.limiter import SharedDomainLimiter
 from crawler.shared.store import FrontierConfig, SharedFrontier
+from tests.helpers import crawl_keys
 
 
 def _policy(**config) -> Policy:
@@ -288,7 +289,7 @@ def make_limiter(request: pytest.FixtureRequest):
             return DomainLimiter(policy, clock=clock)
         client, name = request.getfixturevalue("redis_client"), request.getfixturevalue("crawl_name")
         config = FrontierConfig(policy.effective_delay(DomainState()), policy.concurrency(DomainState()), robots=False)
-        return SharedDomainLimiter(policy, SharedFrontier(client, f"crawler:{name}", config, clock=clock))
+        return SharedDomainLimiter(policy, SharedFrontier(client, crawl_keys(name), config, clock=clock))
 
     return make
 
@@ -300,7 +301,7 @@ def test_limiter_uses_its_clock(make_limiter) -> None:
     assert limiter.try_start("a.example", "a2") is None
     assert limiter.try_start("b.example", "b1")  # one domain does not hold up another
     clock[0] = 102.0
-    assert limiter.try_start("a.example", "a3") is None  # a1 has not left yet
+    assert limiter.try_start("a.example", "a3") is None  # a1 has not left yet (the shared one holds its slot too)
     limiter.sent("a.example")
     limiter.sent("b.example")
     assert limiter.try_start("a.example", "a3") is None  # a1 left at 102: its delay counts from then

@@ -176,7 +176,7 @@ def limiter_for(crawler: Crawler) -> DomainLimiter:
 
         services = shared_services(crawler)
         limiter = _limiters[crawler] = (
-            DomainLimiter(policy) if services is None else SharedDomainLimiter(policy, services.frontier)
+            DomainLimiter(policy) if services is None else SharedDomainLimiter(policy, services.frontier, services.link)
         )
         limiter.controls = ControlTable(parse_overrides(crawler.settings.getdict("CRAWLER_DOMAIN_OVERRIDES")))
     return limiter
