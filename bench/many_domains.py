@@ -13,33 +13,17 @@ and the wall time of the paced crawl.
 from __future__ import annotations
 
 import argparse
-import os
-import resource
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from bench.crawl_speed import ROOT, Run, measure
 from bench.realweb import RealWeb
 
-ROOT = Path(__file__).resolve().parents[1]
 MODES = {"paced": {}, "unpaced": {"CRAWLER_LIMITER_ENABLED": "False"}}
-
-
-@dataclass(frozen=True)
-class Run:
-    mode: str
-    pages: int
-    wall: float
-    cpu: float
-
-    @property
-    def cpu_ms_per_page(self) -> float:
-        return 1000 * self.cpu / max(self.pages, 1)
 
 
 def seeds(web: RealWeb, pages: int) -> list[str]:
@@ -57,18 +41,14 @@ def crawl(mode: str, urls: list[str], folder: Path, timeout: float) -> Run:
                "-s", f"DATABASE_URL=sqlite:///{database}", "-s", "LOG_LEVEL=WARNING"]  # fmt: skip
     for name, value in MODES[mode].items():
         command += ["-s", f"{name}={value}"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.monotonic()
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    wall = time.monotonic() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if result.returncode != 0:
-        raise SystemExit(f"the {mode} crawl failed:\n{result.stderr[-3000:]}")
-    with sqlite3.connect(database) as connection:
-        (pages,) = connection.execute("SELECT count(*) FROM pages WHERE http_status = 200").fetchone()
-    database.unlink()
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Run(mode, pages, wall, cpu)
+
+    def pages() -> int:
+        with sqlite3.connect(database) as connection:
+            (answered,) = connection.execute("SELECT count(*) FROM pages WHERE http_status = 200").fetchone()
+        database.unlink()
+        return answered
+
+    return measure(mode, command, ROOT, pages)
 
 
 def main() -> None:
@@ -88,7 +68,7 @@ def main() -> None:
                 print(f"run {n + 1} {mode:8} {run.pages:6d} pages  {run.wall:7.1f} s  {run.cpu:7.1f} s CPU  {run.cpu_ms_per_page:6.2f} ms/page", flush=True)
 
     def median(mode: str, value: str) -> float:
-        return statistics.median(getattr(r, value) for r in runs if r.mode == mode)
+        return statistics.median(getattr(r, value) for r in runs if r.name == mode)
 
     paced, unpaced = median("paced", "cpu_ms_per_page"), median("unpaced", "cpu_ms_per_page")
     print(f"\n{args.hosts} hosts, {args.pages} pages, medians of {args.runs}:")

@@ -196,20 +196,6 @@ def test_a_request_is_marked_seen_in_the_step_that_queues_it(frontier: SharedFro
     assert frontier.client.sismember(seen[0], seen[1])
 
 
-def test_no_process_starts_a_domain_before_its_last_request_has_left(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
-    one, two = _frontier(redis_client, crawl_name, clock), _frontier(redis_client, crawl_name, clock)
-    for n in range(3):
-        _push(one, f"http://a/{n}")
-    assert one.pop().kind == "request"
-    clock.now += 5.0  # held up in the first process for longer than the delay
-    assert two.pop().kind == "none"
-    one.sent("a")
-    waiting = two.pop()
-    assert waiting.kind == "none" and waiting.next_ready == pytest.approx(clock.now + 1.0)
-    clock.now += 1.0
-    assert _popped_url(two) == "http://a/1"
-
-
 def test_a_paced_domain_waits_until_its_request_has_left(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
     one, two = _frontier(redis_client, crawl_name, clock), _frontier(redis_client, crawl_name, clock)
     for n in range(4):
