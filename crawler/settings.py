@@ -56,8 +56,9 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.redirects.CheckedMetaRefreshMiddleware": 580,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "crawler.middlewares.redirects.CheckedRedirectMiddleware": 600,
-    # Under the limiter (800), which stamps when a request leaves; above redirects and retries.
-    "crawler.middlewares.request_log.RequestLogMiddleware": 840,
+    # Under the limiter (800), which settles an unstamped departure first on the way back;
+    # above redirects and retries.
+    "crawler.middlewares.request_log.RequestLogMiddleware": 790,
 }
 
 CRAWLER_LIMITER_ENABLED = True
@@ -90,6 +91,8 @@ CRAWLER_BLOCK_STATUSES_WITH_RETRY_AFTER = [503]
 TWISTED_DNS_RESOLVER = "crawler.guard.resolver.GuardedResolver"
 CRAWLER_ALLOWED_NETWORKS: list[str] = []
 # Only http and https: no file://, s3://, ftp:// or data: reached through a link or redirect.
+# The HTTP/1.1 handler also tells the limiter when each request's bytes left: a domain's next
+# request counts from then, not from when the frontier or a middleware saw it.
 DOWNLOAD_HANDLERS = {
     "http": "crawler.download.handler.GuardedHTTPDownloadHandler",
     "https": "crawler.download.handler.GuardedHTTPDownloadHandler",
@@ -114,6 +117,8 @@ CRAWLER_ROBOTS_RECORD_ALLOWED = False
 # https through Scrapy's HTTP/2 handler (only for servers that offer HTTP/2: it does not fall back).
 CRAWLER_HTTP2 = False
 ADDONS = {"crawler.addons.http2.Http2": 0}
+# State of domains idle this long is evicted (what they learned is kept); 0: never.
+CRAWLER_DOMAIN_IDLE_SECONDS = 3600.0
 
 # --- CPU per page ----------------------------------------------------------------------------
 # Scrapy starts CONCURRENT_ITEMS (100) asyncio tasks for every callback's output; ours is one
@@ -138,8 +143,13 @@ EXTENSIONS = {
     "crawler.extensions.run_lock.RunLock": 500,
     "crawler.extensions.heartbeat.Heartbeat": 510,
     "crawler.extensions.control.CrawlControl": 520,
+    "crawler.extensions.reactor_heartbeat.ReactorHeartbeat": 0,
 }
 CRAWLER_GC_FREEZE = True
+# Parsing and extraction of documents in worker threads, within a time and a depth budget.
+CRAWLER_EXTRACT_THREADS = 1
+CRAWLER_EXTRACT_TIMEOUT = 60.0
+CRAWLER_MAX_DOM_DEPTH = 5000
 CRAWLER_MAX_LINKS_PER_PAGE = 1000
 CRAWLER_RESPECT_NOFOLLOW = True
 CRAWLER_FOLLOW_CANONICAL = True
@@ -211,6 +221,15 @@ CRAWLER_REDIS_META_KEYS = [
     "recrawl",
 ]  # fmt: skip
 CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
+# Redis off the reactor: leased requests popped ahead, retries of a Redis outage, the delivery
+# cap, the time a worker waits for Redis at its end, dead crawls reclaimed.
+CRAWLER_REDIS_PREFETCH = 4
+CRAWLER_REDIS_RETRY_SECONDS = 1.0
+CRAWLER_REDIS_CLOSE_TIMEOUT = 10.0
+CRAWLER_MAX_DELIVERIES = 5
+CRAWLER_CRAWL_REAP_SECONDS = 600.0
+# A log line (and the reactor's lag) every N seconds; 0: off.
+CRAWLER_REACTOR_HEARTBEAT_SECONDS = 0.0
 
 # --- Seeing and steering a running crawl (workers, domain_state, request_log, domain_controls) ---
 CRAWLER_HEARTBEAT_SECONDS = 5.0

@@ -37,9 +37,10 @@ def _queue(clock: FakeClock, **config) -> tuple[PolitePriorityQueue, CountingLim
 
 
 def _urls(queue: PolitePriorityQueue) -> list[str | None]:
-    """Pop until nothing is ready."""
+    """Pop until nothing is ready, each request sent at once."""
     urls = []
     while (request := queue.pop()) is not None:
+        queue.limiter.sent(request.meta[DOMAIN])
         urls.append(request.url)
     return urls
 
@@ -69,7 +70,24 @@ def test_a_handed_out_request_holds_its_domains_slot(clock: FakeClock) -> None:
     queue.push(Request("http://a.example/1"))
     request = queue.pop()
     assert request is not None and request.meta[DOMAIN] == "a.example"
-    assert request.meta[RESERVATION] == clock.now + 1.0 == limiter.ready_at("a.example")
+    assert request.meta[RESERVATION] == clock.now + 1.0
+    clock.now += 0.25
+    limiter.sent("a.example")  # the delay counts from when it leaves
+    assert limiter.ready_at("a.example") == clock.now + 1.0
+
+
+def test_a_domain_waits_for_its_request_to_leave_and_is_woken_when_it_does(clock: FakeClock) -> None:
+    queue, limiter = _queue(clock)
+    queue.push(Request("http://a.example/1"))
+    queue.push(Request("http://a.example/2"))
+    assert queue.pop() is not None
+    clock.now += 5.0  # held up before the network for longer than the delay
+    assert queue.pop() is None
+    limiter.sent("a.example")
+    assert queue.pop() is None
+    assert queue._wakeup._call is not None  # the engine is asked again when the delay is over
+    clock.now += 1.0
+    assert _urls(queue) == ["http://a.example/2"]
 
 
 def test_a_slot_given_back_makes_the_domain_ready_at_once(clock: FakeClock) -> None:
@@ -120,7 +138,7 @@ def test_length_counts_queued_and_waiting_requests(clock: FakeClock) -> None:
     queue.push(Request("http://b.example/retry", meta={NOT_BEFORE: clock.now + 60}))
     assert len(queue) == 6
     assert queue.pop() is not None and len(queue) == 5
-    drained = queue.drain()
+    drained = list(queue.drain())
     assert len(drained) == 5 and len(queue) == 0 and queue.pop() is None
 
 
@@ -139,3 +157,17 @@ def test_a_pop_looks_only_at_domains_whose_time_has_come(clock: FakeClock) -> No
     assert len(_urls(queue)) == domains
     assert limiter.consulted == 2 * domains  # per request handed out, one domain checked twice (ready? reserve)
     assert len(queue) == 0
+
+
+def test_the_queue_evicts_the_state_of_idle_domains_with_nothing_queued(clock: FakeClock) -> None:
+    limiter = DomainLimiter(Policy(PolicyConfig(default_delay=1.0)), clock)
+    crawler = get_crawler(Spider, {"CRAWLER_DOMAIN_IDLE_SECONDS": 600.0})
+    queue = PolitePriorityQueue(crawler, FifoMemoryQueue, "", limiter=limiter)
+    queue.push(Request("http://gone.example/1"))
+    queue.push(Request("http://stays.example/1"))
+    queue.push(Request("http://stays.example/2"))
+    assert len(_urls(queue)) == 2
+    limiter.finish("gone.example")
+    clock.now += 601.0
+    assert _urls(queue) == ["http://stays.example/2"]  # the pop that found it also swept
+    assert set(limiter.states) == {"stays.example"} and set(queue._served) == {"stays.example"}

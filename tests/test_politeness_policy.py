@@ -11,6 +11,7 @@ from crawler.politeness.policy import Change, DomainState, Policy, PolicyConfig,
 from crawler.politeness.retry_after import retry_after_seconds
 from crawler.shared.limiter import SharedDomainLimiter
 from crawler.shared.store import FrontierConfig, SharedFrontier
+from tests.helpers import crawl_keys
 
 
 def _policy(**config) -> Policy:
@@ -67,9 +68,11 @@ def test_slots_are_spaced_by_the_effective_delay() -> None:
     state = DomainState()
     assert policy.can_start(state, 0.0)
     policy.start(state, 0.0)
+    policy.sent(state, 0.0)
     assert not policy.can_start(state, 0.999)
     assert policy.can_start(state, 1.0)
     policy.start(state, 1.0)
+    policy.sent(state, 1.0)
     assert policy.ready_at(state) == 2.0
 
 
@@ -286,7 +289,7 @@ def make_limiter(request: pytest.FixtureRequest):
             return DomainLimiter(policy, clock=clock)
         client, name = request.getfixturevalue("redis_client"), request.getfixturevalue("crawl_name")
         config = FrontierConfig(policy.effective_delay(DomainState()), policy.concurrency(DomainState()), robots=False)
-        return SharedDomainLimiter(policy, SharedFrontier(client, f"crawler:{name}", config, clock=clock))
+        return SharedDomainLimiter(policy, SharedFrontier(client, crawl_keys(name), config, clock=clock))
 
     return make
 
@@ -298,13 +301,20 @@ def test_limiter_uses_its_clock(make_limiter) -> None:
     assert limiter.try_start("a.example", "a2") is None
     assert limiter.try_start("b.example", "b1")  # one domain does not hold up another
     clock[0] = 102.0
-    assert limiter.try_start("a.example", "a3")
+    assert limiter.try_start("a.example", "a3") is None  # a1 has not left yet (the shared one holds its slot too)
+    limiter.sent("a.example")
+    limiter.sent("b.example")
+    assert limiter.try_start("a.example", "a3") is None  # a1 left at 102: its delay counts from then
     limiter.blocked("b.example", retry_after=10)  # at 102: blocked until 112
+    clock[0] = 104.0
+    assert limiter.try_start("a.example", "a3")
+    limiter.sent("a.example")
     clock[0] = 111.9
     assert not limiter.can_start("b.example")
     clock[0] = 112.0
     assert limiter.can_start("b.example")
     assert limiter.try_start("b.example", "b2")
+    limiter.sent("b.example")
     clock[0] = 200.0
     assert not limiter.can_start("b.example")  # concurrency 2 reached: two in flight
     limiter.finish("b.example", "b1")
@@ -466,6 +476,7 @@ def test_domain_controls_apply_the_same_in_both_limiters(make_limiter) -> None:
     if isinstance(limiter, SharedDomainLimiter):  # a domain the crawl has queued
         limiter.frontier.push("a.example", 0, "http://a.example/\t{}")
     assert limiter.try_start("a.example", "a0")
+    limiter.sent("a.example")  # each request leaves as it starts: the next counts from then
     configured = ControlTable({"a.example": DomainControl(concurrency=3, min_delay=0.25)})
     asyncio.run(limiter.set_controls(configured))
     assert limiter.effective_delay("a.example") == 0.25 and limiter.concurrency("a.example") == 3
@@ -473,8 +484,10 @@ def test_domain_controls_apply_the_same_in_both_limiters(make_limiter) -> None:
     assert limiter.effective_delay("b.example") == 1.0
     clock[0] = 101.0
     assert limiter.try_start("a.example", "a1")
+    limiter.sent("a.example")
     clock[0] = 101.25
     assert limiter.try_start("a.example", "a2")
+    limiter.sent("a.example")
     clock[0] = 101.5
     assert limiter.try_start("a.example", "a3") is None  # three in flight
     limiter.finish("a.example", "a0")
@@ -483,7 +496,68 @@ def test_domain_controls_apply_the_same_in_both_limiters(make_limiter) -> None:
     assert limiter.concurrency("a.example") == 3  # the setting's values stay under an operator's pause
     asyncio.run(limiter.set_controls(configured))
     assert limiter.try_start("a.example", "a4")
+    limiter.sent("a.example")
     limiter.blocked("a.example", retry_after=30)
     assert limiter.effective_delay("a.example") > 0.25 and not limiter.can_start("a.example")
     asyncio.run(limiter.reset("a.example"))
     assert limiter.effective_delay("a.example") == 0.25 and limiter.state("a.example").blocked_until == 0
+
+
+def test_a_domain_waits_until_its_last_request_has_left() -> None:
+    # Held up 1.5 s on a busy process, the request reaches the site late: the next one may
+    # not start on the reserved slot's time, only a delay after the first really left.
+    policy = _policy(default_delay=1.0, base_concurrency=2, send_timeout=30.0)
+    state = DomainState()
+    policy.start(state, 10.0)
+    assert not policy.can_start(state, 11.0) and not policy.can_start(state, 11.5)
+    assert policy.ready_at(state) == 40.0  # at the latest, unless told it left
+    policy.sent(state, 11.5)
+    assert policy.ready_at(state) == 12.5
+    assert not policy.can_start(state, 12.499) and policy.can_start(state, 12.5)
+
+
+def test_a_request_that_never_leaves_holds_its_domain_only_until_the_send_timeout() -> None:
+    policy = _policy(default_delay=1.0, send_timeout=30.0)
+    state = DomainState()
+    policy.start(state, 10.0)
+    assert not policy.can_start(state, 39.999) and policy.can_start(state, 40.0)
+
+
+def test_a_slot_given_back_stops_the_wait_for_its_request() -> None:
+    policy = _policy(default_delay=1.0)
+    state = DomainState()
+    reservation = policy.start(state, 10.0)
+    assert not policy.can_start(state, 10.5)
+    policy.unreserve(state, reservation)  # dropped before the network (robots.txt, a filter)
+    assert state.unsent_until == 0.0 and policy.can_start(state, 10.5)
+
+
+def test_without_a_delay_nothing_waits_for_requests_to_leave() -> None:
+    policy = _policy(default_delay=0.0, base_concurrency=3)
+    state = DomainState()
+    policy.start(state, 10.0)
+    policy.start(state, 10.0)
+    assert policy.can_start(state, 10.0)
+
+
+def test_idle_domains_are_evicted_and_keep_what_they_learned() -> None:
+    clock = [1_000.0]
+    limiter = DomainLimiter(_policy(default_delay=1.0), lambda: clock[0])
+    for domain in ("quiet.example", "learned.example", "busy.example", "queued.example", "blocked.example"):
+        limiter.try_start(domain)
+        limiter.sent(domain)
+        limiter.finish(domain)
+    limiter.blocked("learned.example")  # learns a longer delay
+    limiter.success("learned.example")
+    clock[0] = 1_001.0
+    assert limiter.try_start("busy.example")  # still in flight
+    clock[0] = 1_100.0
+    limiter.blocked("blocked.example", retry_after=600)
+    clock[0] = 1_650.0
+    evicted = limiter.evict_idle(clock[0], 600.0, keep={"queued.example"})
+    assert sorted(evicted) == ["learned.example", "quiet.example"]
+    assert set(limiter.states) == {"busy.example", "queued.example", "blocked.example"}
+    assert limiter.evicted_learning == {"learned.example": (2.0, 0.0)}
+    assert limiter.effective_delay("learned.example") == 2.0  # back with its learned delay
+    assert limiter.effective_delay("quiet.example") == 1.0
+    assert limiter.evicted_learning == {}

@@ -22,9 +22,8 @@ class FrontierView:
         self.client.close()
 
     def crawls(self) -> list[str]:
-        prefix = crawl_prefix(self.settings, "")
-        keys = self.client.scan_iter(match=f"{prefix}*:domains", count=1000)
-        return sorted({key.decode()[len(prefix):].rsplit(":", 1)[0] for key in keys})
+        keys = self.client.scan_iter(match=crawl_prefix(self.settings, "*") + ":domains", count=1000)
+        return sorted({key.decode().partition("{")[2].rpartition("}")[0] for key in keys})
 
     def frontier(self, crawl: str) -> SharedFrontier:
         return SharedFrontier(self.client, crawl_prefix(self.settings, crawl), self.config)

@@ -4,20 +4,21 @@ the same in every process's heartbeat)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from scrapy.crawler import Crawler
 
 from crawler.politeness.limiter import DomainLimiter
-from crawler.shared.connection import REDIS_ERRORS
 from crawler.shared.limiter import SharedDomainLimiter
+from crawler.shared.link import REDIS_ERRORS
 
 
 async def frontier_stats(crawler: Crawler, limiter: DomainLimiter) -> dict[str, Any]:
     if isinstance(limiter, SharedDomainLimiter):
+        if not limiter.link.available:
+            return {}  # Redis away: the link says so in the log
         try:
-            sizes = await asyncio.to_thread(limiter.frontier.sizes)  # Redis, off the reactor
+            sizes = await limiter.link.run(lambda _: limiter.frontier.sizes())  # on the Redis thread
         except REDIS_ERRORS:
             return {}
         return {

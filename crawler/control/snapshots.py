@@ -3,7 +3,6 @@ what this process counted for it meanwhile (the table adds the counts up across 
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,8 +12,8 @@ from crawler.control.activity import DomainActivity, DomainCounts
 from crawler.frontier.queue import PolitePriorityQueue
 from crawler.politeness.limiter import DomainLimiter
 from crawler.politeness.policy import DomainState, Policy
-from crawler.shared.connection import REDIS_ERRORS
 from crawler.shared.limiter import SharedDomainLimiter
+from crawler.shared.link import REDIS_ERRORS
 
 
 def domain_state_row(
@@ -36,34 +35,35 @@ class DomainSnapshots:
         self.activity = activity
 
     async def rows(self) -> list[tuple[Any, ...]]:
-        """Rows of the domains changed since the last call; Redis is read off the reactor."""
+        """Rows of the domains changed since the last call; Redis is read on its own thread."""
         changed = self.activity.take()
-        if isinstance(self.limiter, SharedDomainLimiter):
-            return await asyncio.to_thread(self._rows, changed)
-        return self._rows(changed)
+        limiter = self.limiter
+        loads = await limiter.link.run(lambda _: self._shared_loads(changed)) if isinstance(limiter, SharedDomainLimiter) else {}
+        return self._rows(changed, loads)
 
     def rows_now(self) -> list[tuple[Any, ...]]:
         """The same, at once (the spider is closing)."""
-        return self._rows(self.activity.take())
+        changed = self.activity.take()
+        return self._rows(changed, self._shared_loads(changed))
 
-    def _rows(self, changed: dict[str, DomainCounts]) -> list[tuple[Any, ...]]:
+    def _rows(self, changed: dict[str, DomainCounts], loads: dict[str, tuple[int, int]]) -> list[tuple[Any, ...]]:
         limiter = self.limiter
         rows = []
         for domain, counts in changed.items():
             state = limiter.state(domain)
-            if isinstance(limiter, SharedDomainLimiter):
-                in_flight, queued = self._shared_load(limiter, domain)
-            else:
-                in_flight, queued = state.inflight, self._local_queued(domain)
+            in_flight, queued = loads.get(domain) or (state.inflight, self._local_queued(domain))
             rows.append(domain_state_row(domain, state, limiter.policy, limiter.clock(), in_flight, queued, counts))
         return rows
 
-    @staticmethod
-    def _shared_load(limiter: SharedDomainLimiter, domain: str) -> tuple[int, int]:
+    def _shared_loads(self, changed: dict[str, DomainCounts]) -> dict[str, tuple[int, int]]:
+        """In a shared crawl, the requests in flight and queued of each domain, in the whole crawl."""
+        limiter = self.limiter
+        if not isinstance(limiter, SharedDomainLimiter) or not limiter.link.available:
+            return {}  # Redis away: the link says so in the log
         try:
-            return limiter.frontier.domain_load(domain)
+            return {domain: limiter.frontier.domain_load(domain) for domain in changed}
         except REDIS_ERRORS:
-            return 0, 0  # Redis away: the state read says so in the log
+            return {}
 
     def _local_queued(self, domain: str) -> int:
         engine = self.crawler.engine

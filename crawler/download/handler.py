@@ -1,10 +1,16 @@
-"""``DOWNLOAD_HANDLERS`` for ``http`` and ``https``: Scrapy's HTTP/1.1 handler, with the
-response's header section bounded (``CRAWLER_MAX_HEADER_BYTES``, ``CRAWLER_MAX_HEADERS``) and a
-connection the guarded resolver refused reported as ``BlockedByPolicy`` with its reason, not
-as a failed lookup to retry."""
+"""``DOWNLOAD_HANDLERS`` for ``http`` and ``https``: Scrapy's HTTP/1.1 handler, with
+
+- the response's header section bounded (``CRAWLER_MAX_HEADER_BYTES``, ``CRAWLER_MAX_HEADERS``);
+- a connection the guarded resolver refused reported as ``BlockedByPolicy`` with its reason,
+  not as a failed lookup to retry;
+- each request stamped when its bytes left (``crawler.download.departures``): the departure
+  time (``request_sent_at``) and the delay in force (``delay_in_force``) go into its meta and
+  the domain limiter is told (``sent``), so a domain's next request counts from then.
+"""
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 
 from scrapy import Request
@@ -14,22 +20,33 @@ from scrapy.exceptions import CannotResolveHostError
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
+from crawler.download.departures import SentReportingPool
 from crawler.download.headers import BoundedHTTP11ClientFactory, HeaderLimits
+from crawler.frontier.meta import DELAY_IN_FORCE, DOMAIN, SENT_AT
 from crawler.guard.blocked import refuse
 from crawler.guard.resolver import installed_resolver
 from crawler.middlewares.address_guard import AddressGuardMiddleware
+from crawler.politeness.limiter import limiter_for
+
+logger = logging.getLogger(__name__)
 
 
 class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
     def __init__(self, crawler: Crawler):
         super().__init__(crawler)
+        from twisted.internet import reactor  # the one Scrapy installed
+
         settings = crawler.settings
         limits = HeaderLimits(settings.getint("CRAWLER_MAX_HEADER_BYTES"), settings.getint("CRAWLER_MAX_HEADERS"))
-        self._pool._factory = partial(BoundedHTTP11ClientFactory, limits=limits)
+        stock = self._pool
+        pool = SentReportingPool(reactor, self._sent)
+        pool.maxPersistentPerHost = stock.maxPersistentPerHost
+        pool._factory = partial(BoundedHTTP11ClientFactory, limits=limits)
+        self._pool = pool
 
     async def download_request(self, request: Request) -> Response:
         try:
-            return await super().download_request(request)
+            return await self._download(request)
         except CannotResolveHostError:
             resolver = installed_resolver()
             host = urlparse_cached(request).hostname or ""
@@ -38,5 +55,17 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
                 raise
             guard = AddressGuardMiddleware.of(self._crawler)
             if guard is not None and guard.seeded(request):  # a seed of another process
-                return await super().download_request(request)
+                return await self._download(request)
             raise refuse(self._crawler.stats, request, refusal) from None
+
+    async def _download(self, request: Request) -> Response:
+        self._pool.sending = request
+        return await super().download_request(request)
+
+    def _sent(self, request: Request) -> None:
+        limiter = limiter_for(self._crawler)
+        sent_at = request.meta[SENT_AT] = limiter.clock()
+        logger.debug("Sent at %.6f: %s", sent_at, request)
+        domain = request.meta.get(DOMAIN)
+        if domain is not None:
+            request.meta[DELAY_IN_FORCE] = limiter.sent(domain)

@@ -17,10 +17,13 @@ HOLDER = "limiter_holder"
 """Who holds one of the domain's concurrent slots: the request's lease key, or ``robots_holder``."""
 
 SENT_AT = "request_sent_at"
-"""Unix time at which the request left for the network, as late as the crawler knows it; the
-start of its ``request_log`` row."""
+"""Unix time at which the request left for the network: when its bytes were sent on the socket
+(``crawler.download.handler``), else when it passed the downloader middlewares; the start of
+its ``request_log`` row."""
 DELAY_IN_FORCE = "delay_in_force"
-"""The domain's delay when the request left: the least time before the domain's next start."""
+"""The domain's delay when the request left: the least time before the domain's next start.
+Set with the limiter's ``sent``: by the handler's stamp, or on return for a request whose
+departure went unnoticed."""
 
 
 def robots_holder(domain: str) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Self
 
 from scrapy import Request
@@ -33,6 +33,9 @@ from crawler.frontier.meta import DOMAIN, HOLDER, NOT_BEFORE, RESERVATION, domai
 from crawler.frontier.wakeup import EngineWakeup
 from crawler.middlewares.robots import RobotsMiddleware, robots_for
 from crawler.politeness.limiter import DomainLimiter, limiter_for
+
+SWEEP_SECONDS = 60.0
+"""How often at most the states of idle domains are looked for and evicted."""
 
 RECHECK_SECONDS = 1.0
 """When a domain that waits for a free slot or its robots.txt is looked at again unless told
@@ -79,6 +82,8 @@ class PolitePriorityQueue:
         self._wakeup = EngineWakeup(crawler)
         self._schemes: dict[str, str] = {}
         self._holder_prefix = f"local-{uuid.uuid4().hex[:12]}"  # unique among a shared crawl's processes
+        self.idle_seconds = crawler.settings.getfloat("CRAWLER_DOMAIN_IDLE_SECONDS")
+        self._next_sweep = self.limiter.clock() + min(self.idle_seconds, SWEEP_SECONDS)
         for domain, prios in (startprios or {}).items():
             queue = self.queues[domain] = self._queue(domain, prios)
             self._size += len(queue)
@@ -119,6 +124,8 @@ class PolitePriorityQueue:
 
     def pop(self) -> Request | None:
         now = self.limiter.clock()
+        if self.idle_seconds and now >= self._next_sweep:
+            self._evict_idle(now)
         while self.waiting and self.waiting[0][0] <= now:
             self._enqueue(heapq.heappop(self.waiting)[2])
         while self._timeline and self._timeline[0][0] <= now:
@@ -167,6 +174,15 @@ class PolitePriorityQueue:
         request.meta.update({DOMAIN: domain, RESERVATION: reservation, HOLDER: holder})
         return request
 
+    def _evict_idle(self, now: float) -> None:
+        self._next_sweep = now + min(self.idle_seconds, SWEEP_SECONDS)
+        robots = robots_for(self.crawler)
+        for domain in self.limiter.evict_idle(now, self.idle_seconds, keep=self.queues):
+            self._served.pop(domain, None)
+            self._schemes.pop(domain, None)
+            if robots is not None:
+                robots.forget(domain)
+
     def _wait(self, domain: str, now: float) -> None:
         """Until the domain's ready time, or, when only its concurrency holds it, until a slot
         finishes (which the limiter tells)."""
@@ -182,7 +198,14 @@ class PolitePriorityQueue:
         heapq.heappush(self._timeline, (when, entry, domain))
 
     def _may_be_ready(self, domain: str) -> None:
-        if domain in self.queues:
+        if domain not in self.queues:
+            return
+        now = self.limiter.clock()
+        ready_at = self.limiter.ready_at(domain)
+        if ready_at > now:  # e.g. a request left: its successor's time is known now
+            self._mark_waiting(domain, ready_at)
+            self._wake_engine_at(ready_at, now)
+        else:
             self._mark_ready(domain)
 
     def _next_ready(self) -> float | None:
@@ -198,16 +221,16 @@ class PolitePriorityQueue:
         if when is not None:
             self._wakeup.at(when - now)
 
-    def drain(self) -> list[Request]:
-        """Every request still queued, ready or not, leaving the queue empty."""
-        drained = [entry[2] for entry in self.waiting]
-        self.waiting.clear()
-        for queue in list(self.queues.values()):
+    def drain(self) -> Iterator[Request]:
+        """Every request still queued, ready or not, one at a time, leaving the queue empty."""
+        while self.waiting:
+            yield heapq.heappop(self.waiting)[2]
+        for domain, queue in list(self.queues.items()):
             while (request := queue.pop()) is not None:
-                drained.append(request)
+                yield request
             queue.close()
+            del self.queues[domain]
         self._forget_domains()
-        return drained
 
     def _forget_domains(self) -> None:
         self.queues.clear()

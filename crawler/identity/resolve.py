@@ -11,6 +11,10 @@ on, so a link seen on a sibling page is not joined again:
 - ``scheme://host…`` only on the base's scheme (``urljoin`` returns another scheme's URL as given);
 - a relative path (``a.html``, ``../b/``) only on the base's folder;
 - anything else (``?query``, an empty link, odd characters first) on the whole base.
+
+One resolver serves the reactor and the document threads at once: every use of the cache is a
+single dict operation (a lookup, an insert, a clear), each atomic, and the worst two threads
+can do to each other is clear entries the other just added, which only costs a join again.
 """
 
 from __future__ import annotations

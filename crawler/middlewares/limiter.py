@@ -5,10 +5,12 @@ connection errors, timeouts; not protocol or TLS errors, which are final and say
 the site's load), and release the slot the frontier reserved. Other 4xx are answers: successes
 for pacing.
 
-Enabled at 800 in ``DOWNLOADER_MIDDLEWARES``: the last before the network, where the
-domain's next slot is counted from the moment the request leaves; and above the redirect (600)
-and retry (550) middlewares, so it sees every response as it comes off the wire, before they
-turn it into a new request. Learned delays are loaded from the ``domains`` table when the spider opens and
+The domain's next slot counts from when the request's bytes left, which the download handler
+tells the limiter (``crawler.download.handler``, which also records the delay in force); a
+request that comes back without that stamp (another download handler, a connection that failed
+before it was written) counts from its return, never earlier than it left. Enabled at 800 in ``DOWNLOADER_MIDDLEWARES``, above the
+redirect (600) and retry (550) middlewares, so it sees every response as it comes off the wire,
+before they turn it into a new request. Learned delays are loaded from the ``domains`` table when the spider opens and
 saved there when they change.
 """
 
@@ -23,7 +25,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 
-from crawler.frontier.meta import DELAY_IN_FORCE, DOMAIN, HOLDER, RESERVATION, SENT_AT
+from crawler.frontier.meta import DELAY_IN_FORCE, DOMAIN, HOLDER, RESERVATION
 from crawler.robots.cache import CACHED_RESPONSE_FLAG
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.politeness.policy import Change, Outcome
@@ -69,12 +71,8 @@ class LimiterMiddleware:
             logger.info("Loaded learned delays of %d domains", len(rows))
 
     def process_request(self, request: Request) -> None:
-        # The last middleware before the network: the domain's spacing counts from here.
-        domain = request.meta.get(DOMAIN)
-        if domain is not None:
-            # Stamped first: the domain's next slot counts from no earlier than the stamp.
-            request.meta[SENT_AT] = self.limiter.clock()
-            request.meta[DELAY_IN_FORCE] = self.limiter.sent(domain)
+        # A retry or a redirect carries its parent's stamp: it is stamped again when it leaves.
+        request.meta.pop(DELAY_IN_FORCE, None)
 
     def process_response(self, request: Request, response: Response) -> Response:
         domain = request.meta.pop(DOMAIN, None)
@@ -82,11 +80,12 @@ class LimiterMiddleware:
         holder = request.meta.pop(HOLDER, "")
         if domain is None:
             return response
-        self.limiter.finish(domain, holder)
         if CACHED_RESPONSE_FLAG in response.flags:
+            self.limiter.finish(domain, holder)
             if reservation is not None:
                 self.limiter.unreserve(domain, reservation)
             return response
+        self._finish(request, domain, holder)
         failed = response.status >= 500 or response.status in CIRCUIT_STATUSES
         if failed:
             self._failed(domain, f"HTTP {response.status}")
@@ -108,13 +107,23 @@ class LimiterMiddleware:
         holder = request.meta.pop(HOLDER, "")
         if domain is None:
             return
-        self.limiter.finish(domain, holder)
         if isinstance(exception, IgnoreRequest):
             # Dropped before reaching the network (robots.txt, a filter): the slot was not used.
+            self.limiter.finish(domain, holder)
             if reservation is not None:
                 self.limiter.unreserve(domain, reservation)
-        elif not is_final(exception):
-            self._failed(domain, type(exception).__name__)
+        else:
+            self._finish(request, domain, holder)
+            if not is_final(exception):
+                self._failed(domain, type(exception).__name__)
+
+    def _finish(self, request: Request, domain: str, holder: str) -> None:
+        if DELAY_IN_FORCE not in request.meta:
+            # Its departure went unnoticed (another handler, a connection that failed before
+            # the write): count from now, never earlier.
+            self.stats.inc_value("limiter/unstamped_count")
+            request.meta[DELAY_IN_FORCE] = self.limiter.sent(domain)
+        self.limiter.finish(domain, holder)
 
     def _failed(self, domain: str, cause: str) -> None:
         if self.limiter.failure(domain):

@@ -1,12 +1,13 @@
 """One ``request_log`` row per request that left for the network: when it left, when it
 ended, its status or error, and the domain's delay in force; the evidence of ``scrapy audit``.
 
-The start is ``request.meta[SENT_AT]``, stamped by whatever knows latest that the request left
-(the limiter middleware, as it counts the domain's spacing from there); without the limiter it
-is stamped here. Enabled at 840 in ``DOWNLOADER_MIDDLEWARES``: after the limiter (800) on the
-way out, so its stamp is there, and before it, the redirect (600) and retry (550) middlewares on
-the way back, so every answer and error is seen as it comes off the wire. Rows go with the
-storage pipeline's batches; ``CRAWLER_REQUEST_LOG`` turns the log off.
+The start is ``request.meta[SENT_AT]``: stamped here as the request goes to the download
+handler, and again by the HTTP/1.1 handler when its bytes left (the time the limiter counts the
+domain's spacing from). Enabled at 790 in ``DOWNLOADER_MIDDLEWARES``: under the limiter (800),
+so on the way back the delay in force of a departure the handler did not see is settled first,
+and above the redirect (600) and retry (550) middlewares, so every answer and error is seen as
+it comes off the wire. Rows go with the storage pipeline's batches; ``CRAWLER_REQUEST_LOG``
+turns the log off.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class RequestLogMiddleware:
         return cls(crawler)
 
     def process_request(self, request: Request) -> None:
-        request.meta.setdefault(SENT_AT, time.time())
+        request.meta[SENT_AT] = time.time()  # the handler stamps it again when the bytes leave
 
     def process_response(self, request: Request, response: Response) -> Response:
         if CACHED_RESPONSE_FLAG in response.flags:  # served from memory: nothing left

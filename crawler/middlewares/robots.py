@@ -65,7 +65,7 @@ class RobotsMiddleware:
         )
         self._fetching: dict[str, asyncio.Future[RobotsEntry]] = {}
         services = shared_services(crawler)
-        self.shared = SharedRobots(services.frontier) if services is not None else None
+        self.shared = SharedRobots(services.frontier, services.link) if services is not None else None
         _registry[crawler] = self
 
     @classmethod
@@ -117,6 +117,10 @@ class RobotsMiddleware:
         entry = self.cache.get(domain, self.limiter.clock())
         if entry is not None and self.shared is not None:
             self.shared.put(domain, SharedRobotsFile(entry.status, entry.body, entry.fetched_at, entry.expires_at))
+
+    def forget(self, domain: str) -> None:
+        """Drop the rules of a domain idle for long (fetched again if it comes back)."""
+        self.cache.forget(domain)
 
     def fetching(self, domain: str) -> bool:
         return domain in self._fetching
@@ -175,9 +179,10 @@ class RobotsMiddleware:
 
     def _store(self, domain: str, rules: RobotsRules, status: int | None, body: bytes) -> RobotsEntry:
         entry = self.cache.put(domain, rules, status, body, self.limiter.clock())
-        self.publish(domain)
         previous = self.limiter.state(domain).robots_delay
+        # The delay first: in a shared crawl, publishing lets every process start the domain.
         self.limiter.set_robots_delay(domain, rules.crawl_delay)
+        self.publish(domain)
         if rules.crawl_delay is not None and rules.crawl_delay != previous:
             logger.info("Pacing of %s: robots.txt Crawl-delay %.3f s", domain, rules.crawl_delay)
         storage = shared_storage(self.crawler)

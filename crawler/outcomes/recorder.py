@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from scrapy import Request
@@ -17,6 +18,7 @@ from twisted.python.failure import Failure
 
 from crawler.extraction import PageData, extract_page, parse_robots_directives
 from crawler.guard import BlockedByPolicy
+from crawler.extraction.budget import DocumentWorkers
 from crawler.identity import surt_key, url_hash
 from crawler.identity.resolve import LinkResolver
 from crawler.items import PageItem
@@ -41,6 +43,7 @@ class OutcomeRecorder:
         self.download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
         self.max_text = settings.getint("CRAWLER_MAX_TEXT_CHARS")
         self.max_links = settings.getint("CRAWLER_MAX_LINKS_READ")
+        self.workers = DocumentWorkers.from_settings(settings)
 
     def base(self, request: Request, status: str) -> PageItem:
         """A row for ``request`` with the crawl context it carries in its meta."""
@@ -63,17 +66,16 @@ class OutcomeRecorder:
             job_id=self.job_id,
         )
 
-    def fetched(self, response: Response) -> tuple[PageItem, PageData | None]:
-        """The row of a response, and what the page says (None if it is not HTML)."""
+    async def fetched(self, response: Response) -> tuple[PageItem, PageData | None]:
+        """The row of a response, and what the page says (None if it is not HTML). Decoding and
+        extraction run in a worker thread, within the document budgets."""
         item = self.base(response.request, "fetched")
         self._describe_response(item, response)
         page: PageData | None = None
         directives = parse_robots_directives(header_values(response, "X-Robots-Tag"), self.user_agents)
         try:
             if item.content_type in _HTML_TYPES and isinstance(response, TextResponse):
-                page = extract_page(
-                    response.text, response.url, self.normalize, self.user_agents, self.resolver, self.max_links
-                )
+                page = await self.workers.run(partial(self._extract, response), len(response.body))
                 directives = directives | page.robots
                 page.robots = directives
                 item.title, item.description, item.text = page.title, page.description, page.text
@@ -82,7 +84,7 @@ class OutcomeRecorder:
                 if self.store_links:
                     item.links = json.dumps(page.links)
             elif isinstance(response, TextResponse):
-                item.text = " ".join(response.text.split())
+                item.text = await self.workers.run(partial(_squashed_text, response), len(response.body))
         except Exception as exc:  # bad input must not stop the crawl: the row says why
             item.status = "error"
             item.error = f"extraction failed: {global_object_name(type(exc))}: {exc}"
@@ -103,6 +105,15 @@ class OutcomeRecorder:
         latency: Any = response.meta.get("download_latency")
         item.crawl_duration_ms = round(latency * 1000) if latency is not None else None
         return item
+
+    def _extract(self, response: TextResponse) -> PageData:
+        html = response.text
+        self.workers.check_depth(html)
+        # On the reactor or in a document thread: the resolver's cache is safe to share.
+        return extract_page(html, response.url, self.normalize, self.user_agents, self.resolver, self.max_links)
+
+    def close(self) -> None:
+        self.workers.close()
 
     def failed(self, failure: Failure, request: Request) -> PageItem:
         item = self.base(request, "error")
@@ -180,6 +191,10 @@ class OutcomeRecorder:
         item.server_date = http_date(header(response, "Date"))
         latency: Any = meta.get("download_latency")
         item.crawl_duration_ms = round(latency * 1000) if latency is not None else None
+
+
+def _squashed_text(response: TextResponse) -> str:
+    return " ".join(response.text.split())
 
 
 def _domain(url: str) -> str:

@@ -53,6 +53,7 @@ class StoragePipeline:
         self.unsaved_dir = Path(settings.get("CRAWLER_UNSAVED_ROWS_DIR"))
         self.backend = open_backend(self.database_url)
         self.storage = register(crawler, self.backend)
+        self.storage.flush = self.flush
         self.outbox = self.storage.outbox
         self.pending = Batch()
         self.counters = {"pages_fetched": 0, "pages_failed": 0, "pages_unchanged": 0, "rows_written": 0}

@@ -9,7 +9,7 @@ times stored in request meta (``not_before``) mean the same thing everywhere.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -27,6 +27,8 @@ class DomainLimiter:
         self.states: dict[str, DomainState] = {}
         self.controls = ControlTable()
         """Per-domain concurrency, minimum delay and pause chosen by people."""
+        self.evicted_learning: dict[str, tuple[float, float]] = {}
+        """Learned delay and floor of domains whose state was evicted, for when they return."""
         self._watchers: list[Callable[[str], None]] = []
 
     def watch(self, callback: Callable[[str], None]) -> None:
@@ -46,7 +48,27 @@ class DomainLimiter:
         if state is None:
             state = self.states[domain] = DomainState()
             self.controls.for_domain(domain).apply(state)
+            if (learned := self.evicted_learning.pop(domain, None)) is not None:
+                state.learned_delay, state.floor = learned
         return state
+
+    def evict_idle(self, now: float, idle_seconds: float, keep: Container[str] = ()) -> list[str]:
+        """Forget the state of the domains not in ``keep`` that nothing happened to for
+        ``idle_seconds`` (nothing in flight, no block, no open circuit, no slot since), so that
+        memory follows the domains being crawled, not every domain ever seen; what they learned
+        stays, as two numbers. The domains evicted."""
+        evicted = []
+        for domain, state in self.states.items():
+            if domain in keep or state.inflight:
+                continue
+            last = max(state.last_start or 0.0, state.next_start, state.blocked_until, state.circuit_open_until or 0.0)
+            if now - last >= idle_seconds:
+                evicted.append(domain)
+        for domain in evicted:
+            state = self.states.pop(domain)
+            if state.learned_delay or state.floor:
+                self.evicted_learning[domain] = (state.learned_delay, state.floor)
+        return evicted
 
     def ready_at(self, domain: str) -> float:
         return self.policy.ready_at(self.state(domain))
@@ -61,9 +83,11 @@ class DomainLimiter:
         return self.policy.start(self.state(domain), now) if self.can_start(domain, now) else None
 
     def sent(self, domain: str) -> float:
-        """The request holding the domain's last slot leaves now; returns the delay in force."""
+        """A request of the domain left for the network now (the download handler saw its bytes
+        leave, ``crawler.download.handler``); returns the delay in force."""
         state = self.state(domain)
         self.policy.sent(state, self.clock())
+        self.may_be_ready(domain)  # its next slot is known now
         return self.policy.effective_delay(state)
 
     def unreserve(self, domain: str, reservation: Any) -> None:
@@ -133,6 +157,8 @@ def policy_config(settings: BaseSettings) -> PolicyConfig:
         circuit_open_seconds=settings.getfloat("CRAWLER_CIRCUIT_OPEN_SECONDS"),
         circuit_close_successes=settings.getint("CRAWLER_CIRCUIT_CLOSE_SUCCESSES"),
         latency_factor=settings.getfloat("CRAWLER_LATENCY_FACTOR"),
+        # A request not sent within the download timeout has failed, and its slot is returned.
+        send_timeout=settings.getfloat("DOWNLOAD_TIMEOUT"),
     )
 
 
@@ -150,7 +176,7 @@ def limiter_for(crawler: Crawler) -> DomainLimiter:
 
         services = shared_services(crawler)
         limiter = _limiters[crawler] = (
-            DomainLimiter(policy) if services is None else SharedDomainLimiter(policy, services.frontier)
+            DomainLimiter(policy) if services is None else SharedDomainLimiter(policy, services.frontier, services.link)
         )
         limiter.controls = ControlTable(parse_overrides(crawler.settings.getdict("CRAWLER_DOMAIN_OVERRIDES")))
     return limiter

@@ -44,6 +44,9 @@ class PolicyConfig:
     latency_factor: float = 1.0
     """The delay is at least this many times the recent response time (0 turns it off)."""
     latency_smoothing: float = 0.3
+    send_timeout: float = 30.0
+    """How long a reserved slot may wait for its request to leave before the domain stops
+    waiting for it (a request that never reaches the network nor comes back)."""
 
 
 @dataclass(slots=True)
@@ -60,6 +63,9 @@ class DomainState:
     next_start: float = 0.0
     previous_next_start: float = 0.0
     last_start: float | None = None
+    unsent_until: float = 0.0
+    """While the request of the last slot has not left yet (the domain waits for it), until
+    when at most; 0 when nothing is pending."""
     inflight: int = 0
     latency: float | None = None
     failure_streak: int = 0
@@ -151,11 +157,13 @@ class Policy:
     # --- scheduling ------------------------------------------------------------------------
     def ready_at(self, state: DomainState) -> float:
         """When the domain may start its next request, concurrency allowing."""
-        return max(state.blocked_until, state.next_start, state.circuit_open_until or 0.0)
+        return max(state.blocked_until, state.next_start, state.circuit_open_until or 0.0, state.unsent_until)
 
     def can_start(self, state: DomainState, now: float) -> bool:
         if state.paused:
             return False
+        if now < state.unsent_until:
+            return False  # the next slot counts from when the last request leaves: not known yet
         if state.circuit_open_until is not None:
             # Open: nothing until the time comes; then half-open: one probe at a time.
             return now >= max(self.ready_at(state), state.circuit_open_until) and state.inflight == 0
@@ -167,19 +175,25 @@ class Policy:
         state.next_start = now + self.effective_delay(state)
         state.last_start = now
         state.inflight += 1
+        delay = self.effective_delay(state)
+        if delay > 0:
+            state.unsent_until = now + self.config.send_timeout
         return state.next_start
 
     def sent(self, state: DomainState, now: float) -> None:
-        """The request that holds the last slot leaves now: the next slot counts from now, so
-        that time spent between the frontier and the network never shortens the spacing."""
+        """A request of the domain leaves now (its bytes were written to the socket): the next
+        slot counts from now, so that time spent between the frontier and the network (a busy
+        reactor, a new connection) never shortens the spacing the site sees."""
         state.next_start = max(state.next_start, now + self.effective_delay(state))
         state.last_start = now
+        state.unsent_until = 0.0
 
     def unreserve(self, state: DomainState, reservation: float) -> None:
         """Give back a slot whose request was dropped before it was sent, unless another
         request has reserved the next slot since."""
         if state.next_start == reservation:
             state.next_start = state.previous_next_start
+        state.unsent_until = 0.0
 
     def finish(self, state: DomainState) -> None:
         state.inflight = max(0, state.inflight - 1)

@@ -36,3 +36,6 @@ class RobotsCache:
         lifetime = self.retry_after if temporary else self.ttl
         entry = self.entries[domain] = RobotsEntry(rules, status, body, now, now + lifetime)
         return entry
+
+    def forget(self, domain: str) -> None:
+        self.entries.pop(domain, None)

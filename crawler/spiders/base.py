@@ -4,6 +4,7 @@ outcome."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -11,7 +12,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
@@ -33,6 +34,12 @@ from crawler.shared.connection import crawl_id, shared_services
 from crawler.shared.scope import SharedScope
 from crawler.storage import StorageUnavailable
 from crawler.storage.shared import shared_storage
+
+T = TypeVar("T")
+
+TURN_SIZE = 200
+"""Requests or rows built per reactor turn: a page's thousand links or a sitemap's 50,000
+entries are built over many turns, so that responses keep being read meanwhile."""
 
 # Spider arguments that are settings: ``-a max_pages=50`` is ``-s CRAWLER_MAX_PAGES=50``.
 ARGUMENT_SETTINGS = {
@@ -103,7 +110,7 @@ class BaseCrawlSpider(Spider):
         self.max_depth = settings.getint("DEPTH_LIMIT")
         services = shared_services(crawler, self.crawl_id)
         mode = settings.get("CRAWLER_SCOPE")
-        self.scope = Scope(mode) if services is None else SharedScope(mode, services.client, services.key("scope"))
+        self.scope = Scope(mode) if services is None else SharedScope(mode, services.link, services.key("scope"))
         self.seen: set[str] = set()
         self.pages_scheduled = 0
         """Requests that may download a page: a 304 gives its share of the budget back."""
@@ -201,8 +208,8 @@ class BaseCrawlSpider(Spider):
                     batch.setdefault(candidate.url, candidate)
             stored = await self._stored_pages(batch)
             not_due: list[Candidate] = []
-            for candidate in batch.values():
-                if candidate.url in self.seen:  # scheduled while the stored state was read
+            async for candidate in in_turns(batch.values()):
+                if candidate.url in self.seen:  # scheduled while the stored state was read or built
                     continue
                 page = stored.get(candidate.url)
                 if page is not None and not self._is_due(page, candidate):
@@ -286,7 +293,7 @@ class BaseCrawlSpider(Spider):
             if self.follows_links:
                 follow = await self._stored_link_candidates([self._candidate(item)])
         else:
-            item, page = self.recorder.fetched(response)
+            item, page = await self.recorder.fetched(response)
             if stored_hash is not None and item.status == "fetched" and item.content_hash == stored_hash:
                 item.status = "unchanged"
                 self.crawler.stats.inc_value("recrawl/unchanged/same_text")
@@ -321,3 +328,14 @@ class BaseCrawlSpider(Spider):
 
     def page_failed(self, failure: Failure) -> Iterator[PageItem]:
         yield self.recorder.failed(failure, failure.request)
+
+    def closed(self, reason: str) -> None:
+        self.recorder.close()
+
+
+async def in_turns(outputs: Iterable[T]) -> AsyncIterator[T]:
+    """``outputs`` with the reactor given a turn every ``TURN_SIZE`` of them."""
+    for count, output in enumerate(outputs, 1):
+        yield output
+        if count % TURN_SIZE == 0:
+            await asyncio.sleep(0)

@@ -9,8 +9,9 @@ with several ``loc``; ``scrapy.utils.sitemap.sitemap_urls_from_robots`` is reuse
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from datetime import UTC, datetime
+from functools import partial
 
 from scrapy import Request
 from scrapy.crawler import Crawler
@@ -18,6 +19,7 @@ from scrapy.http import Response
 from scrapy.utils.sitemap import sitemap_urls_from_robots
 from twisted.python.failure import Failure
 
+from crawler.extraction.budget import BudgetExceeded
 from crawler.identity import InvalidURL, url_hash
 from crawler.items import PageItem, SitemapEntryItem
 from crawler.sitemaps import SitemapDocument, SitemapError, parse_sitemap
@@ -29,7 +31,7 @@ from crawler.sitemaps.discovery import (
     robots_url,
     seed_kind,
 )
-from crawler.spiders.base import BaseCrawlSpider, Candidate
+from crawler.spiders.base import BaseCrawlSpider, Candidate, in_turns
 
 
 class SitemapCrawlSpider(BaseCrawlSpider):
@@ -78,11 +80,10 @@ class SitemapCrawlSpider(BaseCrawlSpider):
 
     async def parse_sitemap(self, response: Response) -> AsyncIterator[Request | PageItem | SitemapEntryItem]:
         discovery: Discovery = response.meta["discovery"]
+        parse = partial(parse_sitemap, response.body, response.url, max_size=self.sitemap_max_size, strict=self.sitemap_strict)
         try:
-            document = parse_sitemap(
-                response.body, response.url, max_size=self.sitemap_max_size, strict=self.sitemap_strict
-            )
-        except SitemapError as exc:
+            document = await self.recorder.workers.run(parse)
+        except (SitemapError, BudgetExceeded) as exc:
             self.logger.warning("Unreadable sitemap %s: %s", response.url, exc)
             self.crawler.stats.inc_value("sitemap/unreadable")
             yield self.recorder.sitemap_unreadable(response, str(exc))
@@ -96,12 +97,12 @@ class SitemapCrawlSpider(BaseCrawlSpider):
         found = 0
         if document.is_index:
             children = [entry.loc for entry in document.entries]
-            for request in self._sitemap_requests(discovery, children, depth=depth + 1):
+            async for request in in_turns(self._sitemap_requests(discovery, children, depth=depth + 1)):
                 yield request
         else:
-            entries, candidates = self._entries(response, document)
-            found = len(entries)
-            for entry in entries:
+            candidates: list[Candidate] = []
+            async for entry in in_turns(self._entries(response, document, candidates)):
+                found += 1
                 yield entry
             async for request in self.plan(candidates):  # only the pages that are due
                 yield request
@@ -113,10 +114,8 @@ class SitemapCrawlSpider(BaseCrawlSpider):
         yield self.recorder.failed(failure, failure.request)
         yield from self._next_phase(discovery, discovery.finished(0))
 
-    def _entries(self, response: Response, document: SitemapDocument) -> tuple[list[SitemapEntryItem], list[Candidate]]:
-        """A row for each listed URL, and the candidates among them (those in scope)."""
-        entries: list[SitemapEntryItem] = []
-        candidates: list[Candidate] = []
+    def _entries(self, response: Response, document: SitemapDocument, candidates: list[Candidate]) -> Iterator[SitemapEntryItem]:
+        """A row for each listed URL; those in scope are added to ``candidates``."""
         depth = response.meta.get("depth", 0) + 1
         now = datetime.now(UTC)
         for entry in document.entries:
@@ -126,7 +125,7 @@ class SitemapCrawlSpider(BaseCrawlSpider):
                 self.logger.debug("Invalid URL %r in sitemap %s: %s", entry.loc, response.url, exc)
                 self.crawler.stats.inc_value("sitemap/invalid_url")
                 continue
-            entries.append(SitemapEntryItem(
+            yield SitemapEntryItem(
                 sitemap_url=response.url,
                 url=url,
                 url_hash=url_hash(url),
@@ -135,13 +134,12 @@ class SitemapCrawlSpider(BaseCrawlSpider):
                 priority=entry.priority,
                 job_id=self.job_id,
                 discovered_at=now,
-            ))  # fmt: skip
+            )
             if url not in self.scope:
                 self.crawler.stats.inc_value("sitemap/offsite")
                 continue
             meta = {"sitemap_lastmod": entry.lastmod, "sitemap_changefreq": entry.changefreq, "sitemap_priority": entry.priority}
             candidates.append(Candidate(url, depth, "sitemap", response.url, meta))
-        return entries, candidates
 
     def _sitemap_requests(self, discovery: Discovery, urls: list[str], *, depth: int) -> Iterator[Request]:
         if depth > self.sitemap_max_depth:

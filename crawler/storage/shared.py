@@ -6,6 +6,7 @@ delays, robots decisions) put rows in the outbox, which the pipeline writes with
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -53,6 +54,8 @@ class SharedStorage:
     outbox: Outbox = field(default_factory=Outbox)
     opened: bool = False
     """Whether the pipeline has opened the backend (a job closed at start-up never does)."""
+    flush: Callable[[], Awaitable[None]] | None = None
+    """Write what is pending now (the pipeline's), for producers of many rows at once."""
 
 
 _shared: WeakKeyDictionary[Crawler, SharedStorage] = WeakKeyDictionary()

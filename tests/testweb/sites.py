@@ -483,10 +483,34 @@ def _many_links(count: int) -> Reply:
     return html(f"{count} links", (f"/dead?n={n}" for n in range(count)))
 
 
+class DeepSite(Site):
+    """Pages nested as deep as their path says (``/deep/400000``: 400,000 ``<div>`` inside each
+    other, 4.4 MB), linked from the home page with ``pages`` ordinary pages ``/p/N``."""
+
+    name = "deep"
+
+    def page(self, path: str, base: str) -> Reply:
+        pages = int(self.options.get("pages", "20"))
+        depths = self.options.get("depths", "400000").split("-")
+        if path == "/":
+            return html("Deep", [*(f"/deep/{d}" for d in depths), *(f"/p/{n}" for n in range(pages))])
+        if path.startswith("/deep/") and path[6:] in depths:
+            return _nested_page(int(path[6:]))
+        if path.startswith("/p/") and path[3:].isdigit() and int(path[3:]) < pages:
+            return html(f"Page {path[3:]}", ["/"])
+        return NOT_FOUND
+
+
+@cache
+def _nested_page(depth: int) -> Reply:
+    body = f"<!DOCTYPE html><html><head><title>Nested {depth}</title></head><body>{'<div>' * depth}deep{'</div>' * depth}</body></html>"
+    return Reply(200, body.encode(), {"Content-Type": "text/html; charset=utf-8"})
+
+
 SITES: dict[str, type[Site]] = {
     cls.name: cls
     for cls in (
         LinksSite, SitemapSite, FallbackSitemapSite, IndexFallbackSite, NoSitemapSite, HostileSitemapSite, HeavySite,
-        PacedSite, SecretSite, HostileWebSite, BigRobotsSite,
+        PacedSite, SecretSite, HostileWebSite, BigRobotsSite, DeepSite,
     )
 }  # fmt: skip

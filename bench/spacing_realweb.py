@@ -1,0 +1,130 @@
+"""Spacing on the wire, judged by a real web server's own access log: nginx serving the Python
+documentation gzip-compressed (``bench/realweb.py``; pages up to 2.5 MB).
+
+    .venv/bin/python -m bench.spacing_realweb delays [--seconds 600] [--processes 3] [--hog]
+    .venv/bin/python -m bench.spacing_realweb many [--hosts 1000] [--pages 3000] [--processes 3] [--hog]
+
+``delays``: two hosts with ``Crawl-delay`` 1 and 0.5, crawled by following links for
+``--seconds``; per host the requests, the gaps shorter than the delay minus 10 ms, the shortest
+gap, and the rate against the allowed one (1/delay, over the host's active span).
+``many``: ``--hosts`` hosts without ``Crawl-delay`` (the default delay of 1 s), ``--pages`` pages
+in all, each host's share given as seeds; the short gaps over every host. ``--processes N`` runs N crawl processes sharing one
+frontier through Redis (``REDIS_URL``, default the local one); ``--hog`` spins a process per core
+beside the crawl. The start of a request is when nginx read its first byte (``$msec -
+$request_time``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from bench.many_domains import seeds
+from bench.politeness import REDIS_URL, ROOT, _clear_redis, _run_all
+from bench.realweb import CpuHog, RealWeb, ServedRequest, by_host, gaps, loopback_addresses, short_gaps
+
+TOLERANCE = 0.010
+DEFAULT_DELAY = 1.0
+
+
+def crawl(urls: list[str], seconds: float, folder: Path, processes: int, **settings: str) -> float:
+    """Crawl ``urls`` by following links, with ``processes`` processes; the wall time taken."""
+    seeds = folder / "seeds.txt"
+    seeds.write_text("\n".join(urls) + "\n")
+    command = [sys.executable, "-m", "scrapy", "crawl", "links", "-a", f"seeds_file={seeds}", "-a", "max_depth=1000",
+               "-s", f"CLOSESPIDER_TIMEOUT={seconds:g}", "-s", f"DATABASE_URL=sqlite:///{folder}/crawler.db",
+               "-s", "LOG_LEVEL=WARNING", "-s", f"LOG_FILE={folder}/crawl.log"]  # fmt: skip
+    crawl_id = f"bench-{uuid.uuid4().hex[:8]}"
+    if processes > 1:
+        settings = {**settings, "REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl_id}
+    for name, value in settings.items():
+        command += ["-s", f"{name}={value}"]
+    started = time.monotonic()
+    try:
+        _run_all([command] * processes, ROOT, {**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        if processes > 1:
+            _clear_redis(f"crawler:{crawl_id}:*")
+    return time.monotonic() - started
+
+
+def host_line(host: str, requests: list[ServedRequest], delay: float) -> tuple[int, str]:
+    host_gaps = gaps(requests)
+    short = short_gaps(requests, delay, TOLERANCE)
+    span = requests[-1].start - requests[0].start if len(requests) > 1 else 0.0
+    rate = (len(requests) - 1) / span if span else 0.0
+    shortest = f"{min(host_gaps):.3f}" if host_gaps else "-"
+    worst = f" (shortest of them {min(short):.3f} s)" if short else ""
+    return len(short), (
+        f"{host:16} delay {delay:4.2f} s  {len(requests):5d} requests  short gaps {len(short)}{worst}  "
+        f"min gap {shortest} s  rate {rate:.3f}/s = {rate * delay:.1%} of the allowed rate"
+    )
+
+
+def delays(args: argparse.Namespace) -> None:
+    site_delays = {0: 1.0, 1: 0.5}
+    addresses = loopback_addresses(2)
+    with RealWeb(2, delays={addresses[i]: d for i, d in site_delays.items()}) as web, tempfile.TemporaryDirectory() as tmp:
+        hog = CpuHog(os.cpu_count() or 1) if args.hog else None
+        if hog:
+            hog.start()
+        try:
+            wall = crawl([web.url(i) for i in site_delays], args.seconds, Path(tmp), args.processes)
+        finally:
+            if hog:
+                hog.stop()
+        hosts = by_host(web.log())
+        print(f"\ndelays: {args.processes} process(es), hog {'on' if args.hog else 'off'}, {wall:.0f} s")
+        total = 0
+        for i, delay in site_delays.items():
+            count, line = host_line(web.addresses[i], hosts.get(web.addresses[i], []), delay)
+            total += count
+            print(line)
+        print(f"short gaps in all: {total}")
+
+
+def many(args: argparse.Namespace) -> None:
+    with RealWeb(args.hosts, crawl_delay=None) as web, tempfile.TemporaryDirectory() as tmp:
+        hog = CpuHog(os.cpu_count() or 1) if args.hog else None
+        if hog:
+            hog.start()
+        try:
+            # Every host's share of the pages as seeds, nothing followed: following links from a
+            # thousand seeds, the first hosts' links kept the crawl busy and most seeds waited.
+            wall = crawl(seeds(web, args.pages), args.seconds, Path(tmp), args.processes, CRAWLER_MAX_PAGES=str(args.pages))
+        finally:
+            if hog:
+                hog.stop()
+        hosts = by_host(web.log())
+        requests = sum(len(r) for r in hosts.values())
+        all_gaps = [g for r in hosts.values() for g in gaps(r)]
+        short = [g for r in hosts.values() for g in short_gaps(r, DEFAULT_DELAY, TOLERANCE)]
+        print(f"\nmany: {args.hosts} hosts, {args.pages} pages, {args.processes} process(es), hog {'on' if args.hog else 'off'}")
+        print(f"{requests} requests (robots.txt included) on {len(hosts)} hosts in {wall:.0f} s; "
+              f"{len(all_gaps)} gaps, {len(short)} shorter than {DEFAULT_DELAY - TOLERANCE:.2f} s"
+              + (f" (shortest {min(short):.3f} s)" if short else ""))  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    scenarios = parser.add_subparsers(dest="scenario", required=True)
+    two = scenarios.add_parser("delays", help="two hosts, Crawl-delay 1 and 0.5")
+    two.add_argument("--seconds", type=float, default=600.0)
+    lots = scenarios.add_parser("many", help="many hosts at the default delay")
+    lots.add_argument("--hosts", type=int, default=1000)
+    lots.add_argument("--pages", type=int, default=3000)
+    lots.add_argument("--seconds", type=float, default=600.0, help="time budget of the crawl")
+    for scenario in (two, lots):
+        scenario.add_argument("--processes", type=int, default=1)
+        scenario.add_argument("--hog", action="store_true", help="a CPU hog per core beside the crawl")
+    args = parser.parse_args()
+    delays(args) if args.scenario == "delays" else many(args)
+
+
+if __name__ == "__main__":
+    main()

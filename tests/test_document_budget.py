@@ -1,0 +1,115 @@
+"""Documents parsed off the reactor within a time and a depth budget: a page built to be slow to
+parse ends as an error row while the reactor keeps turning and the other pages are crawled."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Self
+
+import pytest
+from scrapy import signals
+from scrapy.crawler import Crawler
+from selectolax.lexbor import LexborHTMLParser
+from twisted.internet.task import LoopingCall
+
+from crawler.extraction.budget import BudgetExceeded, DocumentWorkers, nesting_depth
+from tests.helpers import Database, crawl
+from tests.testweb import TestWeb
+
+logger = logging.getLogger(__name__)
+TICK = 0.05
+
+
+class ReactorLagProbe:
+    """Logs, when the spider closes, how late a tick every ``TICK`` s came at worst."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self.last = time.monotonic()
+        self.ticks = LoopingCall(self.tick)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        probe = cls()
+        crawler.signals.connect(probe.opened, signal=signals.spider_opened)
+        crawler.signals.connect(probe.closed, signal=signals.spider_closed)
+        return probe
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        self.worst = max(self.worst, now - self.last - TICK)
+        self.last = now
+
+    def opened(self) -> None:
+        self.last = time.monotonic()
+        self.ticks.start(TICK, now=False)
+
+    def closed(self) -> None:
+        self.ticks.stop()
+        logger.warning("reactor lag at worst %.3f s", self.worst)
+
+
+def test_nesting_depth_counts_the_elements_that_need_an_end_tag() -> None:
+    assert nesting_depth("<div>" * 30 + "x" + "</div>" * 30) == 30
+    assert nesting_depth("<p><p><li><br><img src=x><DIV><Span>x</span></div>") == 2  # void and optional end tags
+    assert nesting_depth("</div></div></b><div><div>x</div></div>") == 2  # stray end tags do not count
+    assert nesting_depth("<b>a</b><b>b</b><i><b>c</b></i>") == 2
+    assert nesting_depth("") == 0
+    assert abs(nesting_depth("<span>" * 5000, chunk=4096) - 5000) < 10  # a tag cut between chunks is lost
+
+
+def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning() -> None:
+    workers = DocumentWorkers(threads=1, timeout=0.3, max_depth=0)
+    nested = "<div>" * 15_000 + "</div>" * 15_000  # seconds of lexbor's time
+
+    async def parse_while_ticking() -> float:
+        worst, last = 0.0, time.monotonic()
+
+        async def ticks() -> None:
+            nonlocal worst, last
+            while True:
+                await asyncio.sleep(0.01)
+                now = time.monotonic()
+                worst, last = max(worst, now - last - 0.01), now
+
+        ticking = asyncio.ensure_future(ticks())
+        started = time.monotonic()
+        with pytest.raises(BudgetExceeded, match="not handled within 0.3 s"):
+            await workers.run(lambda: LexborHTMLParser(nested), len(nested))
+        assert time.monotonic() - started < 1.0
+        ticking.cancel()
+        return worst
+
+    try:
+        assert asyncio.run(parse_while_ticking()) < 0.2
+    finally:
+        workers.close()
+
+
+def test_a_document_nested_too_deep_is_refused_before_it_is_parsed() -> None:
+    workers = DocumentWorkers(threads=1, timeout=0, max_depth=100)
+    workers.check_depth("<div>" * 100 + "</div>" * 100)
+    with pytest.raises(BudgetExceeded, match="nested 101 deep, more than 100"):
+        workers.check_depth("<div>" * 101)
+    workers.close()
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Database:
+    return Database(f"sqlite:///{tmp_path / 'crawler.db'}")  # storage is not the subject
+
+
+def test_a_deeply_nested_page_is_an_error_row_and_the_reactor_never_stalls(web: TestWeb, database: Database) -> None:
+    extensions = json.dumps({f"{__name__}.ReactorLagProbe": 0})
+    result = crawl("links", database, url=web.url("deep"), settings={"EXTENSIONS": extensions})
+    lag = float(re.search(r"reactor lag at worst ([\d.]+) s", result.stderr).group(1))
+    assert lag < 1.0
+    pages = database.pages()
+    deep = pages[web.url("deep", "/deep/400000")]
+    assert deep["status"] == "error" and re.search(r"elements nested \d+ deep, more than 5000", deep["error"])
+    assert [pages[web.url("deep", f"/p/{n}")]["status"] for n in range(20)] == ["fetched"] * 20
