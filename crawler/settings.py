@@ -129,6 +129,9 @@ CRAWLER_REDIS_META_KEYS = [
     "handle_httpstatus_all", "handle_httpstatus_list", "dont_retry", "dont_redirect",
 ]  # fmt: skip
 CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
+CRAWLER_SEEN_FILTER = "exact"
+CRAWLER_BLOOM_CAPACITY = 10_000_000
+CRAWLER_BLOOM_ERROR_RATE = 1e-6
 
 # --- Runtime -----------------------------------------------------------------------------------
 LOGSTATS_INTERVAL = 10.0

@@ -29,7 +29,9 @@ class SeenFilter(RFPDupeFilter):
 
     def marker(self, request: Request) -> tuple[str, int]:
         """The set and the value that mark ``request`` seen."""
-        fingerprint = self.fingerprinter.fingerprint(request)
+        return self.marker_of(self.fingerprinter.fingerprint(request))
+
+    def marker_of(self, fingerprint: bytes) -> tuple[str, int]:
         value = int.from_bytes(fingerprint[:8], "big", signed=True)
         bucket = int.from_bytes(fingerprint[8:10], "big") % BUCKETS
         return f"{self.key}:{bucket}", value
