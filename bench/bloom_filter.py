@@ -58,18 +58,10 @@ def false_positives(client: redis.Redis, seen: BloomSeenFilter, probed: list[byt
     found = 0
     for batch in batches(probed):
         pipe = client.pipeline(transaction=False)
-        sizes = []
         for fingerprint in batch:
             kind, key, *values = seen.marker_of(fingerprint)
-            if kind == "bf":
-                pipe.execute_command("BF.EXISTS", key, values[0])
-                sizes.append(1)
-            else:
-                for offset in values:
-                    pipe.getbit(key, int(offset))
-                sizes.append(len(values))
-        answers = iter(pipe.execute())
-        found += sum(all(next(answers) for _ in range(size)) for size in sizes)
+            seen._check(keys=[key], args=[kind, *values], client=pipe)
+        found += sum(pipe.execute())
     return found
 
 
@@ -100,6 +92,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=1_000_000)
     parser.add_argument("--probes", type=int, default=1_000_000)
+    parser.add_argument("--rates", type=float, nargs="+", default=[1e-2, 1e-3, 1e-6])
     options = parser.parse_args()
     fingerprinter = get_crawler().request_fingerprinter
     marked = fingerprints(fingerprinter, 0, options.count)
@@ -107,7 +100,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         run(root, "exact (64-bit values in small sets)", lambda c: SeenFilter(c, "seen", fingerprinter), marked, None)
-        for error_rate in (1e-2, 1e-3, 1e-6):
+        for error_rate in options.rates:
             shape = BloomShape.for_capacity(options.count, error_rate)
             for use_module in (False, True):
                 label = f"bloom {'RedisBloom' if use_module else 'SETBIT'} p={error_rate:.0e}"

@@ -15,3 +15,18 @@ local function mark_seen(kind, key, values)
   end
   error('unknown seen-filter kind ' .. tostring(kind))
 end
+
+-- Whether a request counts as seen, without marking it.
+local function is_seen(kind, key, values)
+  if kind == 'set' then
+    return redis.call('SISMEMBER', key, values[1]) == 1
+  elseif kind == 'bits' then
+    for i = 1, #values do
+      if redis.call('GETBIT', key, values[i]) == 0 then return false end
+    end
+    return true
+  elseif kind == 'bf' then
+    return redis.call('BF.EXISTS', key, values[1]) == 1
+  end
+  error('unknown seen-filter kind ' .. tostring(kind))
+end

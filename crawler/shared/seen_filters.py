@@ -24,6 +24,7 @@ logger = logging.getLogger(__name__)
 
 MARK_SEEN = files("crawler.shared").joinpath("seen.lua").read_text(encoding="utf-8")
 _MARK_ONE = MARK_SEEN + "\nreturn mark_seen(ARGV[1], KEYS[1], {unpack(ARGV, 2)}) and 1 or 0\n"
+_CHECK_ONE = MARK_SEEN + "\nreturn is_seen(ARGV[1], KEYS[1], {unpack(ARGV, 2)}) and 1 or 0\n"
 
 
 def has_bloom_module(server: redis.Redis) -> bool:
@@ -59,6 +60,7 @@ class BloomSeenFilter(RFPDupeFilter):
         self.shape = shape
         self.use_module = use_module
         self._mark = server.register_script(_MARK_ONE)
+        self._check = server.register_script(_CHECK_ONE)
         if use_module:
             self._reserve()
 
@@ -88,12 +90,7 @@ class BloomSeenFilter(RFPDupeFilter):
     def contains(self, request: Request) -> bool:
         """Whether ``request`` counts as seen, without marking it."""
         kind, key, *values = self.marker(request)
-        if kind == "bf":
-            return bool(self.server.execute_command("BF.EXISTS", key, values[0]))
-        pipe = self.server.pipeline(transaction=False)
-        for offset in values:
-            pipe.getbit(key, int(offset))
-        return all(pipe.execute())
+        return self._check(keys=[key], args=[kind, *values]) == 1
 
     def clear(self) -> None:
         self.server.delete(self.key)
