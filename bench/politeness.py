@@ -72,7 +72,7 @@ def _run_ours(urls: list[str], seconds: float, database: str, processes: int = 1
         command += ["-s", f"{name}={value}"]
     _run_all([command] * processes, ROOT, {**os.environ, "PYTHONPATH": str(ROOT)})
     if processes > 1:
-        _clear_redis(f"crawler:{crawl}:*")
+        _clear_redis(f"crawler:{{{crawl}}}:*")
 
 
 def _run_stock(urls: list[str], seconds: float, workdir: str, processes: int = 1) -> None:

@@ -56,7 +56,7 @@ def _crawl(processes: int, seeds: list[str], web: TestWeb, hosts: list[str]) -> 
     finally:
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
-        delete_matching(redis.Redis.from_url(REDIS_URL), f"crawler:{crawl}:*")
+        delete_matching(redis.Redis.from_url(REDIS_URL), f"crawler:{{{crawl}}}:*")
     log = [entry for host in hosts for entry in web.log(host) if entry.status == 200]
     return len(log), max(e.end for e in log) - min(e.start for e in log)
 

@@ -78,6 +78,7 @@ CRAWLER_CANCEL_429_STREAK = 0
 EXTENSIONS = {
     "crawler.extensions.job_health.JobHealth": 500,
     "crawler.extensions.gc_freeze.GcFreeze": 0,
+    "crawler.extensions.reactor_heartbeat.ReactorHeartbeat": 0,
 }
 CRAWLER_GC_FREEZE = True
 CRAWLER_MAX_LINKS_PER_PAGE = 1000
@@ -132,6 +133,15 @@ CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
 CRAWLER_SEEN_FILTER = "exact"
 CRAWLER_BLOOM_CAPACITY = 10_000_000
 CRAWLER_BLOOM_ERROR_RATE = 1e-6
+# Redis off the reactor: leased requests popped ahead, retries of a Redis outage, the delivery
+# cap, the time a worker waits for Redis at its end, dead crawls reclaimed.
+CRAWLER_REDIS_PREFETCH = 4
+CRAWLER_REDIS_RETRY_SECONDS = 1.0
+CRAWLER_REDIS_CLOSE_TIMEOUT = 10.0
+CRAWLER_MAX_DELIVERIES = 5
+CRAWLER_CRAWL_REAP_SECONDS = 600.0
+# A log line (and the reactor's lag) every N seconds; 0: off.
+CRAWLER_REACTOR_HEARTBEAT_SECONDS = 0.0
 
 # --- Runtime -----------------------------------------------------------------------------------
 LOGSTATS_INTERVAL = 10.0

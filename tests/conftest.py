@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from crawler.shared.store import delete_matching
-from tests.helpers import Database
+from tests.helpers import Database, crawl_keys
 from tests.testweb import TestWeb
 
 POSTGRES_ADMIN_URL = os.environ.get("CRAWLER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -105,7 +105,7 @@ def crawl_name(redis_client: redis.Redis) -> Iterator[str]:
     """A crawl id of its own, whose keys are deleted afterwards."""
     name = f"test-{uuid.uuid4().hex[:12]}"
     yield name
-    delete_matching(redis_client, f"crawler:{name}:*")
+    delete_matching(redis_client, f"{crawl_keys(name)}:*")
 
 
 @pytest.fixture(params=["in-process", "redis"])

@@ -90,6 +90,11 @@ def start_crawl(spider: str, database: Database, log: Path, *args: str, settings
         return subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, env=crawl_environment())
 
 
+def crawl_keys(name: str) -> str:
+    """The key prefix of a shared crawl (its id a Redis Cluster hash tag)."""
+    return f"crawler:{{{name}}}"
+
+
 def project_settings(**overrides: Any) -> dict[str, Any]:
     """The project's settings module as a dict, with overrides, for ``get_crawler``."""
     values = {name: value for name, value in vars(crawler.settings).items() if name.isupper()}

@@ -14,7 +14,7 @@ from pathlib import Path
 import redis
 
 from tests.conftest import REDIS_URL
-from tests.helpers import ROOT, Database, crawl, crawl_environment, start_crawl
+from tests.helpers import ROOT, Database, crawl, crawl_environment, crawl_keys, start_crawl
 from tests.testweb import TestWeb
 from tests.throwaway_redis import ThrowawayRedis
 
@@ -67,7 +67,7 @@ def test_the_same_command_three_times_is_one_polite_crawl(web: TestWeb, database
     assert len(jobs) == 3
     fetched_by = Counter(row["job_id"] for row in rows.values())
     assert len(fetched_by) >= 2, fetched_by  # the work was shared
-    assert not list(redis.Redis.from_url(REDIS_URL).scan_iter(match=f"crawler:{crawl_name}:*"))  # complete: cleared
+    assert not list(redis.Redis.from_url(REDIS_URL).scan_iter(match=f"{crawl_keys(crawl_name)}:*"))  # complete: cleared
 
 
 def test_workers_killed_at_five_random_moments_lose_nothing(web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path) -> None:
@@ -94,7 +94,7 @@ def test_workers_killed_at_five_random_moments_lose_nothing(web: TestWeb, postgr
     for moment in sorted(rng.uniform(2.0, 14.0) for _ in range(5)):
         time.sleep(max(0.0, began + moment - time.monotonic()))
         victim = rng.choice(workers)
-        leases_at_kills.append(client.zcard(f"crawler:{crawl_name}:leases"))
+        leases_at_kills.append(client.zcard(f"{crawl_keys(crawl_name)}:leases"))
         victim.kill()  # SIGKILL, by PID
         victim.wait()
         workers.remove(victim)
@@ -175,7 +175,7 @@ def test_an_unreadable_request_in_the_frontier_becomes_an_error_row(web: TestWeb
     client = redis.Redis.from_url(REDIS_URL)
     url = web.url("fast", "/p/1")
     assert "1 seeds queued" in _scrapy("seed", "links", url, "--crawl", crawl_name)
-    (key,) = list(client.scan_iter(match=f"crawler:{crawl_name}:q:*"))
+    (key,) = list(client.scan_iter(match=f"{crawl_keys(crawl_name)}:q:*"))
     client.lset(key, 0, url.encode() + b"\t{not json")  # what a bad writer could leave
     log = tmp_path / "worker.log"
     worker = start_crawl("links", database, log, settings={"REDIS_URL": REDIS_URL, "CRAWLER_IDLE_CLOSE_SECONDS": "1"}, crawl=crawl_name)

@@ -120,7 +120,7 @@ def test_length_counts_queued_and_waiting_requests(clock: FakeClock) -> None:
     queue.push(Request("http://b.example/retry", meta={NOT_BEFORE: clock.now + 60}))
     assert len(queue) == 6
     assert queue.pop() is not None and len(queue) == 5
-    drained = queue.drain()
+    drained = list(queue.drain())
     assert len(drained) == 5 and len(queue) == 0 and queue.pop() is None
 
 

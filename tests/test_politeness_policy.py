@@ -11,6 +11,7 @@ from crawler.politeness.policy import Change, DomainState, Policy, PolicyConfig,
 from crawler.politeness.retry_after import retry_after_seconds
 from crawler.shared.limiter import SharedDomainLimiter
 from crawler.shared.store import FrontierConfig, SharedFrontier
+from tests.helpers import crawl_keys
 
 
 def _policy(**config) -> Policy:
@@ -286,7 +287,7 @@ def make_limiter(request: pytest.FixtureRequest):
             return DomainLimiter(policy, clock=clock)
         client, name = request.getfixturevalue("redis_client"), request.getfixturevalue("crawl_name")
         config = FrontierConfig(policy.effective_delay(DomainState()), policy.concurrency(DomainState()), robots=False)
-        return SharedDomainLimiter(policy, SharedFrontier(client, f"crawler:{name}", config, clock=clock))
+        return SharedDomainLimiter(policy, SharedFrontier(client, crawl_keys(name), config, clock=clock))
 
     return make
 
@@ -295,6 +296,7 @@ def test_limiter_uses_its_clock(make_limiter) -> None:
     clock = [100.0]
     limiter = make_limiter(_policy(default_delay=2.0), lambda: clock[0])
     assert limiter.try_start("a.example", "a1")
+    limiter.sent("a.example")  # it leaves: the next slot counts from now (the shared one holds it until then)
     assert limiter.try_start("a.example", "a2") is None
     assert limiter.try_start("b.example", "b1")  # one domain does not hold up another
     clock[0] = 102.0

@@ -9,7 +9,7 @@ import redis
 from crawler.politeness.policy import Policy, PolicyConfig
 from crawler.shared.limiter import SharedDomainLimiter
 from crawler.shared.store import FrontierConfig, SharedFrontier
-from tests.helpers import FakeClock
+from tests.helpers import FakeClock, crawl_keys
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def clock() -> FakeClock:
 
 def _frontier(client: redis.Redis, name: str, clock: FakeClock, **config) -> SharedFrontier:
     settings = {"default_delay": 1.0, "default_concurrency": 2, "robots": False, "lease_seconds": 30.0, **config}
-    return SharedFrontier(client, f"crawler:{name}", FrontierConfig(**settings), clock=clock)
+    return SharedFrontier(client, crawl_keys(name), FrontierConfig(**settings), clock=clock)
 
 
 @pytest.fixture
@@ -33,8 +33,12 @@ def _push(frontier: SharedFrontier, url: str, priority: int = 0, **options) -> N
 
 
 def _popped_url(frontier: SharedFrontier) -> str | None:
+    """The next request's URL; the request leaves at once (``sent``)."""
     popped = frontier.pop()
-    return popped.request.partition("\t")[0] if popped.kind == "request" else None
+    if popped.kind != "request":
+        return None
+    frontier.sent(popped.domain)
+    return popped.request.partition("\t")[0]
 
 
 def test_highest_priority_first_then_first_in_first_out(frontier: SharedFrontier, clock: FakeClock) -> None:
@@ -53,7 +57,8 @@ def test_a_domain_is_handed_out_only_when_its_slot_comes(frontier: SharedFrontie
         _push(frontier, f"http://a/{n}")
     _push(frontier, "http://b/0")
     first = frontier.pop()
-    assert first.kind == "request" and first.reservation == f"{clock.now + 1.0:.6f}"
+    assert first.kind == "request"
+    frontier.sent("a")
     assert _popped_url(frontier) == "http://b/0"  # another domain is not held up
     waiting = frontier.pop()
     assert waiting.kind == "none" and waiting.next_ready == pytest.approx(1_001.0)
@@ -144,6 +149,7 @@ def test_robots_txt_is_fetched_once_for_all_processes(redis_client: redis.Redis,
     _push(one, "http://a/0")
     claim = one.pop()
     assert (claim.kind, claim.domain, claim.request) == ("robots", "a", "http")
+    one.sent("a")  # the fetch of robots.txt leaves
     clock.now += 5
     assert two.pop().kind == "none"  # another process fetches it: wait
     one.robots_stored("a", clock.now + 3600)
@@ -177,7 +183,9 @@ def test_a_429_seen_by_one_process_blocks_the_domain_for_all(redis_client: redis
     clock.now += 0.01
     assert _popped_url(frontier_two) == "http://a/1"
     # and the delay learned from the 429 paces every process
-    assert SharedDomainLimiter(policy, frontier_two).effective_delay("a") == pytest.approx(0.05)
+    limiter_two = SharedDomainLimiter(policy, frontier_two)
+    limiter_two.refresh("a")  # its copy of the domain's state, from Redis
+    assert limiter_two.effective_delay("a") == pytest.approx(0.05)
 
 
 def test_a_request_is_marked_seen_in_the_step_that_queues_it(frontier: SharedFrontier) -> None:
@@ -186,3 +194,79 @@ def test_a_request_is_marked_seen_in_the_step_that_queues_it(frontier: SharedFro
     assert not frontier.push("a", 0, "http://a/0\t{}", seen=seen)
     assert frontier.sizes().queued == 1
     assert frontier.client.sismember(seen[0], seen[1])
+
+
+def test_a_paced_domain_waits_until_its_request_has_left(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
+    one, two = _frontier(redis_client, crawl_name, clock), _frontier(redis_client, crawl_name, clock)
+    for n in range(4):
+        _push(one, f"http://a/{n}")
+    held = one.pop()
+    clock.now += 3.0  # still at hand in its worker, or in its engine: not yet on the wire
+    assert two.pop().kind == "none"
+    one.sent("a")  # it leaves now: the delay counts from here
+    clock.now += 0.999
+    assert two.pop().kind == "none"
+    clock.now += 0.001
+    assert _popped_url(two) == "http://a/1"
+    one.finish("a", held.request.partition("\t")[0])
+    second = one.pop()
+    assert second.kind == "none"
+    clock.now += 1.0
+    dropped = one.pop()  # dropped before it left (robots.txt, a filter): its slot goes back
+    one.unreserve("a", dropped.reservation)
+    one.finish("a", dropped.request.partition("\t")[0])
+    assert two.pop().kind == "request"
+
+
+def test_a_request_that_never_leaves_holds_its_domain_only_for_the_send_window(frontier: SharedFrontier, clock: FakeClock) -> None:
+    _push(frontier, "http://a/0")
+    _push(frontier, "http://a/1")
+    frontier.pop()  # its worker stalls before sending it
+    clock.now += 9.99
+    assert frontier.pop().kind == "none"
+    clock.now += 0.01
+    assert _popped_url(frontier) == "http://a/1"
+
+
+def test_a_request_that_keeps_coming_back_becomes_a_dead_letter(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
+    frontier = _frontier(redis_client, crawl_name, clock, max_deliveries=3)
+    _push(frontier, "http://a/0")
+    for delivery in range(3):
+        assert _popped_url(frontier) == "http://a/0", delivery
+        frontier.finish("a", "http://a/0")
+        if delivery == 0:
+            clock.now += 30.0  # its worker died: the lease expires
+        else:
+            frontier.release(["http://a/0"])  # its callback failed
+        clock.now += 1.0
+    dead = frontier.pop()
+    assert (dead.kind, dead.domain, dead.request) == ("dead", "a", "http://a/0\t{}")  # once, for a row
+    assert frontier.pop().kind == "none"
+    assert frontier.dead_letters() == ["http://a/0\t{}"]
+    assert frontier.sizes().dead == 1 and frontier.sizes().empty
+
+
+def test_requests_given_back_unstarted_or_acknowledged_do_not_count_towards_the_cap(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
+    frontier = _frontier(redis_client, crawl_name, clock, max_deliveries=2)
+    _push(frontier, "http://a/0")
+    for _ in range(3):
+        assert _popped_url(frontier) == "http://a/0"
+        frontier.finish("a", "http://a/0")
+        frontier.release(["http://a/0"], returned=False)  # popped ahead, never handed to the engine
+        clock.now += 1.0
+    assert _popped_url(frontier) == "http://a/0"
+    frontier.release(["http://a/0"])
+    clock.now += 1.0
+    assert _popped_url(frontier) == "http://a/0"  # delivered again: one return so far
+    frontier.ack(["http://a/0"])
+    assert frontier.sizes().dead == 0
+
+
+def test_a_lease_renewed_while_its_page_is_stored_never_expires(frontier: SharedFrontier, clock: FakeClock) -> None:
+    _push(frontier, "http://a/0")
+    assert _popped_url(frontier) == "http://a/0"
+    for _ in range(10):  # 10 lease times (30 s) of a database outage, renewed every 10 s
+        clock.now += 10.0
+        assert frontier.renew(["http://a/0", "http://a/never-leased"]) == 1
+        assert frontier.pop().kind == "none"
+    assert frontier.sizes().reclaimed == 0

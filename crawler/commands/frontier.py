@@ -41,7 +41,7 @@ class Command(ScrapyCommand):
         sizes = frontier.sizes()
         print(
             f"crawl {args[0]}: {sizes.queued} queued, {sizes.delayed} waiting to retry, "
-            f"{sizes.leased} leased, {sizes.reclaimed} leases expired and requeued"
+            f"{sizes.leased} leased, {sizes.reclaimed} leases expired and requeued, {sizes.dead} dead letters"
         )
         print(f"{'domain':40} {'queued':>8} {'ready in':>9} {'blocked':>8} {'delay':>7} {'conc.':>5} {'in flight':>9}")
         for row in frontier.domains():
@@ -54,8 +54,8 @@ class Command(ScrapyCommand):
     def _list_crawls(self) -> None:
         settings = self.settings
         client = redis_client(settings)
-        prefix = crawl_prefix(settings, "")
-        crawls = sorted({key.decode()[len(prefix):].rsplit(":", 1)[0] for key in client.scan_iter(match=f"{prefix}*:domains")})
+        pattern = crawl_prefix(settings, "*") + ":domains"
+        crawls = sorted({key.decode().partition("{")[2].rpartition("}")[0] for key in client.scan_iter(match=pattern)})
         if not crawls:
             print("no shared crawl in this Redis")
         for crawl in crawls:

@@ -17,7 +17,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 
 from crawler.frontier.codec import RequestCodec, UnserializableRequest
 from crawler.shared.connection import redis_enabled, shared_services
-from crawler.shared.dupefilter import SeenFilter
+from crawler.shared.dupefilter import seen_filter
 from crawler.shared.queue import QueueEntry
 
 
@@ -51,7 +51,7 @@ class Command(ScrapyCommand):
         services = shared_services(crawler, spider.crawl_id)
         assert services is not None
         fingerprinter = build_from_crawler(load_object(settings["REQUEST_FINGERPRINTER_CLASS"]), crawler)
-        seen = SeenFilter(services.client, services.key("seen"), fingerprinter)
+        seen = seen_filter(crawler, services.client, services.key("seen"), fingerprinter)
         codec = RequestCodec(spider, settings.getlist("CRAWLER_REDIS_META_KEYS"), settings.getlist("CRAWLER_REDIS_LOCAL_META_KEYS"))
         queued = known = 0
         for url in spider.seed_urls():

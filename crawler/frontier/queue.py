@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Self
 
 from scrapy import Request
@@ -198,16 +198,16 @@ class PolitePriorityQueue:
         if when is not None:
             self._wakeup.at(when - now)
 
-    def drain(self) -> list[Request]:
-        """Every request still queued, ready or not, leaving the queue empty."""
-        drained = [entry[2] for entry in self.waiting]
-        self.waiting.clear()
-        for queue in list(self.queues.values()):
+    def drain(self) -> Iterator[Request]:
+        """Every request still queued, ready or not, one at a time, leaving the queue empty."""
+        while self.waiting:
+            yield heapq.heappop(self.waiting)[2]
+        for domain, queue in list(self.queues.items()):
             while (request := queue.pop()) is not None:
-                drained.append(request)
+                yield request
             queue.close()
+            del self.queues[domain]
         self._forget_domains()
-        return drained
 
     def _forget_domains(self) -> None:
         self.queues.clear()

@@ -12,6 +12,7 @@ from typing import Any
 
 from scrapy.core.scheduler import Scheduler
 from scrapy.crawler import Crawler
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from crawler.frontier.queue import PolitePriorityQueue
@@ -28,8 +29,13 @@ class FrontierScheduler(Scheduler):
             return SharedFrontierScheduler.from_crawler(crawler)
         return super().from_crawler(crawler)
 
-    def close(self, reason: str) -> Deferred[None] | None:
+    def close(self, reason: str) -> Deferred[None]:
+        return deferred_from_coro(self._close(reason))
+
+    async def _close(self, reason: str) -> None:
         if reason != "finished" and self.dqs is None and isinstance(self.mqs, PolitePriorityQueue):
             assert self.crawler is not None
-            record_unfetched(self.crawler, self.mqs.drain(), reason)
-        return super().close(reason)
+            await record_unfetched(self.crawler, self.mqs.drain(), reason)
+        closed = super().close(reason)
+        if closed is not None:
+            await maybe_deferred_to_future(closed)

@@ -11,6 +11,9 @@ from scrapy.crawler import Crawler
 from crawler.pipelines.rows import page_row
 from crawler.storage.shared import shared_storage
 
+CHUNK = 1_000
+"""Skipped rows written at a time."""
+
 
 def record_outcome(crawler: Crawler, request: Request, status: str, error: str) -> None:
     """A row for ``request`` with ``status`` and the reason, written with the next batch."""
@@ -24,7 +27,12 @@ def record_outcome(crawler: Crawler, request: Request, status: str, error: str) 
     crawler.stats.inc_value(f"pages/status/{status}")
 
 
-def record_unfetched(crawler: Crawler, requests: Iterable[Request], reason: str) -> None:
-    for request in requests:
+async def record_unfetched(crawler: Crawler, requests: Iterable[Request], reason: str) -> None:
+    """``skipped`` rows for ``requests``, written every ``CHUNK`` rows: a large frontier left
+    at an early stop is never all in memory as rows."""
+    storage = shared_storage(crawler)
+    for count, request in enumerate(requests, 1):
         if not request.meta.get("dont_obey_robotstxt"):  # not a spider's own robots.txt request
             record_outcome(crawler, request, "skipped", f"not fetched: the job ended early ({reason})")
+        if count % CHUNK == 0 and storage is not None and storage.flush is not None:
+            await storage.flush()

@@ -55,7 +55,7 @@ class RobotsMiddleware:
         )
         self._fetching: dict[str, asyncio.Future[RobotsEntry]] = {}
         services = shared_services(crawler)
-        self.shared = SharedRobots(services.frontier) if services is not None else None
+        self.shared = SharedRobots(services.frontier, services.link) if services is not None else None
         _registry[crawler] = self
 
     @classmethod
@@ -141,9 +141,10 @@ class RobotsMiddleware:
 
     def _store(self, domain: str, rules: RobotsRules, status: int | None, body: bytes) -> RobotsEntry:
         entry = self.cache.put(domain, rules, status, body, self.limiter.clock())
-        self.publish(domain)
         previous = self.limiter.state(domain).robots_delay
+        # The delay first: in a shared crawl, publishing lets every process start the domain.
         self.limiter.set_robots_delay(domain, rules.crawl_delay)
+        self.publish(domain)
         if rules.crawl_delay is not None and rules.crawl_delay != previous:
             logger.info("Pacing of %s: robots.txt Crawl-delay %.3f s", domain, rules.crawl_delay)
         storage = shared_storage(self.crawler)

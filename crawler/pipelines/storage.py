@@ -49,7 +49,9 @@ class StoragePipeline:
         self.shutdown_timeout = settings.getfloat("CRAWLER_STORAGE_SHUTDOWN_TIMEOUT")
         self.unsaved_dir = Path(settings.get("CRAWLER_UNSAVED_ROWS_DIR"))
         self.backend = open_backend(self.database_url)
-        self.outbox = register(crawler, self.backend).outbox
+        shared = register(crawler, self.backend)
+        shared.flush = self.flush
+        self.outbox = shared.outbox
         self.pending = Batch()
         self.counters = {"pages_fetched": 0, "pages_failed": 0, "rows_written": 0}
         self._flush_lock = asyncio.Lock()

@@ -129,6 +129,6 @@ def limiter_for(crawler: Crawler) -> DomainLimiter:
 
         services = shared_services(crawler)
         limiter = _limiters[crawler] = (
-            DomainLimiter(policy) if services is None else SharedDomainLimiter(policy, services.frontier)
+            DomainLimiter(policy) if services is None else SharedDomainLimiter(policy, services.frontier, services.link)
         )
     return limiter

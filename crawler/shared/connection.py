@@ -15,15 +15,15 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
 from crawler.politeness.limiter import policy_config
 from crawler.politeness.policy import DomainState, Policy
+from crawler.shared.link import RedisLink
 from crawler.shared.store import FrontierConfig, SharedFrontier
-
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError)
-"""Redis unavailable: the operation can be tried again later."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -37,6 +37,8 @@ def redis_client(settings: BaseSettings) -> redis.Redis:
         settings.get("REDIS_URL"),
         socket_timeout=settings.getfloat("CRAWLER_REDIS_TIMEOUT"),
         socket_connect_timeout=settings.getfloat("CRAWLER_REDIS_TIMEOUT"),
+        # No retries with sleeps inside redis-py: the link tries again, without blocking anyone.
+        retry=Retry(NoBackoff(), 0),
         health_check_interval=30,
     )
 
@@ -49,7 +51,8 @@ def crawl_id(spider_name: str, seeds: Iterable[str], explicit: str | None = None
 
 
 def crawl_prefix(settings: BaseSettings, crawl: str) -> str:
-    return f"{settings['BOT_NAME']}:{crawl}"
+    # The crawl id in braces is a Redis Cluster hash tag: every key of the crawl in one slot.
+    return f"{settings['BOT_NAME']}:{{{crawl}}}"
 
 
 def frontier_config(settings: BaseSettings) -> FrontierConfig:
@@ -59,17 +62,20 @@ def frontier_config(settings: BaseSettings) -> FrontierConfig:
         default_concurrency=policy.concurrency(DomainState()),
         robots=settings.getbool("ROBOTSTXT_OBEY"),
         lease_seconds=settings.getfloat("CRAWLER_LEASE_SECONDS"),
+        max_deliveries=settings.getint("CRAWLER_MAX_DELIVERIES"),
     )
 
 
 class SharedServices:
-    """One client and one frontier per crawler."""
+    """One client, one link and one frontier per crawler."""
 
     def __init__(self, settings: BaseSettings, crawl: str):
         self.client = redis_client(settings)
         self.crawl = crawl
         self.prefix = crawl_prefix(settings, crawl)
         self.frontier = SharedFrontier(self.client, self.prefix, frontier_config(settings))
+        self.link = RedisLink(self.client)
+        """Started off the reactor by the scheduler of a crawl process; at once until then."""
 
     def key(self, *parts: str) -> str:
         return self.frontier.key(*parts)

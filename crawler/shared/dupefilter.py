@@ -11,15 +11,34 @@ requests, about 3 in 100,000 crawls.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import redis
-from scrapy import Request
+from scrapy import Request, Spider
+from scrapy.crawler import Crawler
 from scrapy_redis.dupefilter import RFPDupeFilter
 
 from crawler.shared.store import delete_matching
 
 BUCKETS = 16_384
+
+
+class SharedSeenFilter(Protocol):
+    """What the shared frontier needs of a seen filter. The frontier script tests and marks a
+    request in the step that queues it, with ``SADD`` of the marker's value into the marker's
+    key (0: seen); a filter marked otherwise (bits of a Bloom filter) adds its own branch to
+    the script's ``push``."""
+
+    def marker(self, request: Request) -> tuple[str, int]: ...
+
+    def log(self, request: Request, spider: Spider) -> None: ...
+
+    def clear(self) -> None: ...
+
+
+def seen_filter(crawler: Crawler, client: redis.Redis, key: str, fingerprinter: Any) -> SharedSeenFilter:
+    """The crawl's seen filter."""
+    return SeenFilter(client, key, fingerprinter, crawler.settings.getbool("DUPEFILTER_DEBUG"))
 
 
 class SeenFilter(RFPDupeFilter):

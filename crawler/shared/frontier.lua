@@ -1,7 +1,9 @@
 -- The shared frontier: every change to it is one call of this script, so it is atomic across
--- processes. KEYS[1] is the crawl's key prefix; ARGV: operation, now (Unix seconds), the default
--- delay, the default per-domain concurrency, whether robots.txt gates domains (1/0), the lease
--- time, then the operation's own arguments.
+-- processes. KEYS[1] is the crawl's key prefix; ARGV: operation, now (Unix seconds; empty: the
+-- server's clock, so that processes on machines whose clocks differ agree), the default delay,
+-- the default per-domain concurrency, whether robots.txt gates domains (1/0), the lease time,
+-- the delivery cap (how many times a request may come back unfinished), then the operation's
+-- own arguments.
 --
 -- Keys under the prefix P:
 --   P:ready          zset  domain -> when it may be handed its next request (domains with queued requests)
@@ -9,20 +11,32 @@
 --   P:q:D:PRIO       list  encoded requests "KEY<TAB>JSON", first in first out
 --   P:queued         int   requests in the P:q lists
 --   P:delayed        zset  "D<TAB>PRIO<TAB>REQUEST" -> not before (retries with backoff)
---   P:d:D            hash  domain state: next, prev, last (slot times), delay, limit, hold (set by
---                          the policy), scheme, robots_until, robots_claim, state (policy JSON)
+--   P:d:D            hash  domain state: next, prev, last (slot times), pending (the hold of a slot
+--                          until its request left), delay, limit, hold (set by the policy),
+--                          scheme, robots_until, robots_claim, state (policy JSON)
 --   P:inflight:D     zset  holders of D's concurrency (lease keys, robots:D) -> expiry
 --   P:leases         zset  lease key -> expiry;   P:leasedata  hash lease key -> "D<TAB>PRIO<TAB>REQUEST"
+--   P:returns        hash  lease key -> times the request came back unfinished
+--   P:dead           list  "D<TAB>PRIO<TAB>REQUEST" of requests past the delivery cap;
+--   P:dead_new       list  the same, not yet turned into a row by a worker
 --   P:domains        set   every domain ever queued
 --   P:reclaimed      int   expired leases put back
+--   P:alive          str   when a worker last used the crawl (for reclaiming dead crawls)
 
 local P = KEYS[1]
 local op = ARGV[1]
-local now = tonumber(ARGV[2])
+local now
+if ARGV[2] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+else
+  now = tonumber(ARGV[2])
+end
 local default_delay = tonumber(ARGV[3])
 local default_limit = tonumber(ARGV[4])
 local robots_on = ARGV[5] == '1'
 local lease_seconds = tonumber(ARGV[6])
+local max_deliveries = tonumber(ARGV[7])
 
 local function num(value, default)
   local n = tonumber(value)
@@ -75,11 +89,21 @@ local function enqueue(d, prio, request, front)
   redis.call('INCR', P .. ':queued')
 end
 
+-- A request handed out leaves some time later (the worker's reply, its engine, its
+-- middlewares): a paced domain's next slot is held until it reports that it left (``sent``),
+-- which counts the delay from then, or this long if it never does.
+local SEND_WINDOW = 10
+
 -- Take the domain's next slot for a holder starting now; returns the reservation.
 local function reserve(d, holder)
   local k = dkey(d)
   local f = redis.call('HMGET', k, 'next', 'delay')
-  local reservation = fmt(now + num(f[2], default_delay))
+  local delay = num(f[2], default_delay)
+  local reservation = fmt(now + delay)
+  if delay > 0 then
+    reservation = fmt(now + math.max(delay, SEND_WINDOW))
+    redis.call('HSET', k, 'pending', reservation)
+  end
   redis.call('HSET', k, 'prev', f[1] or fmt(0), 'next', reservation, 'last', fmt(now))
   redis.call('ZADD', inflight_key(d), now + lease_seconds, holder)
   return reservation
@@ -90,16 +114,24 @@ local function can_start(d)
   return math.max(num(f[1], 0), num(f[2], 0)) <= now and holders(d) < num(f[3], default_limit)
 end
 
-local function release_lease(key, front)
+-- A leased request comes back to its queue. ``returned``: it came back unfinished (a dead
+-- worker, a failed callback, a worker closing while it was in flight), which counts towards
+-- the delivery cap; past the cap it goes to the dead-letter list instead.
+local function release_lease(key, front, returned)
   local data = redis.call('HGET', P .. ':leasedata', key)
   redis.call('ZREM', P .. ':leases', key)
   redis.call('HDEL', P .. ':leasedata', key)
-  if data then
-    local d, prio, request = split3(data)
+  if not data then return end
+  local d, prio, request = split3(data)
+  redis.call('ZREM', inflight_key(d), key)
+  if returned and redis.call('HINCRBY', P .. ':returns', key, 1) >= max_deliveries then
+    redis.call('HDEL', P .. ':returns', key)
+    redis.call('RPUSH', P .. ':dead', data)
+    redis.call('RPUSH', P .. ':dead_new', data)
+  else
     enqueue(d, prio, request, front)
-    redis.call('ZREM', inflight_key(d), key)
-    refresh(d)
   end
+  refresh(d)
 end
 
 local function housekeeping()
@@ -112,31 +144,13 @@ local function housekeeping()
   end
   local expired = redis.call('ZRANGEBYSCORE', P .. ':leases', '-inf', now, 'LIMIT', 0, 100)
   for _, key in ipairs(expired) do
-    release_lease(key, true)
+    release_lease(key, true, true)
     redis.call('INCR', P .. ':reclaimed')
   end
 end
 
-if op == 'push' then
-  -- ARGV[7..]: domain, priority, request, not before, scheme, and optionally the seen-filter set
-  -- and value: a request already seen is not queued (0), in the same step that marks it seen.
-  local d, prio, request, not_before, scheme = ARGV[7], ARGV[8], ARGV[9], num(ARGV[10], 0), ARGV[11]
-  if ARGV[12] and redis.call('SADD', ARGV[12], ARGV[13]) == 0 then return 0 end
-  local key = lease_key(request)
-  -- a retry or redirect of a leased request takes its lease's place
-  if redis.call('ZREM', P .. ':leases', key) == 1 then redis.call('HDEL', P .. ':leasedata', key) end
-  redis.call('SADD', P .. ':domains', d)
-  redis.call('HSETNX', dkey(d), 'scheme', scheme)
-  if not_before > now then
-    redis.call('ZADD', P .. ':delayed', not_before, d .. '\t' .. prio .. '\t' .. request)
-  else
-    enqueue(d, prio, request, false)
-    refresh(d)
-  end
-  return 1
-
-elseif op == 'pop' then
-  housekeeping()
+-- One request (or robots.txt claim) of a ready domain, appended to ``out``; false if none.
+local function pop_one(out)
   local candidates = redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'LIMIT', 0, 16)
   for _, d in ipairs(candidates) do
     refresh(d)
@@ -148,7 +162,8 @@ elseif op == 'pop' then
         redis.call('HSET', k, 'robots_claim', fmt(now + lease_seconds))  -- a dead fetcher's claim expires
         local reservation = reserve(d, 'robots:' .. d)
         refresh(d)
-        return {'robots', d, redis.call('HGET', k, 'scheme') or 'http', reservation}
+        table.insert(out, {'robots', d, redis.call('HGET', k, 'scheme') or 'http', reservation})
+        return true
       end
       local prio = redis.call('ZRANGE', prios_key(d), 0, 0)[1]
       local lk = list_key(d, prio)
@@ -161,75 +176,164 @@ elseif op == 'pop' then
         redis.call('ZADD', P .. ':leases', now + lease_seconds, key)
         redis.call('HSET', P .. ':leasedata', key, d .. '\t' .. prio .. '\t' .. request)
         refresh(d)
-        return {'request', d, request, reservation}
+        table.insert(out, {'request', d, request, reservation})
+        return true
       end
       refresh(d)
     end
   end
-  local first = redis.call('ZRANGE', P .. ':ready', 0, 0, 'WITHSCORES')
-  local delayed = redis.call('ZRANGE', P .. ':delayed', 0, 0, 'WITHSCORES')
-  local leases = redis.call('ZRANGE', P .. ':leases', 0, 0, 'WITHSCORES')
-  return {'none', first[2] or '', delayed[2] or '', leases[2] or ''}
+  return false
+end
+
+local function wait_time()
+  local times = {}
+  for _, name in ipairs({':ready', ':delayed', ':leases'}) do
+    local first = redis.call('ZRANGE', P .. name, 0, 0, 'WITHSCORES')
+    if first[2] then table.insert(times, tonumber(first[2])) end
+  end
+  if #times == 0 then return '' end
+  return fmt(math.max(0, math.min(unpack(times)) - now))
+end
+
+if op ~= 'sizes' then redis.call('SET', P .. ':alive', fmt(now)) end
+
+if op == 'push' then
+  -- ARGV[8..]: domain, priority, request, seconds to wait before it may go (retries with
+  -- backoff), scheme, and optionally the seen-filter set and value: a request already seen is
+  -- not queued (0), in the same step that marks it seen.
+  local d, prio, request, wait, scheme = ARGV[8], ARGV[9], ARGV[10], num(ARGV[11], 0), ARGV[12]
+  if ARGV[13] and redis.call('SADD', ARGV[13], ARGV[14]) == 0 then return 0 end
+  local key = lease_key(request)
+  -- a retry or redirect of a leased request takes its lease's place
+  if redis.call('ZREM', P .. ':leases', key) == 1 then redis.call('HDEL', P .. ':leasedata', key) end
+  redis.call('SADD', P .. ':domains', d)
+  redis.call('HSETNX', dkey(d), 'scheme', scheme)
+  if wait > 0 then
+    redis.call('ZADD', P .. ':delayed', now + wait, d .. '\t' .. prio .. '\t' .. request)
+  else
+    enqueue(d, prio, request, false)
+    refresh(d)
+  end
+  return 1
+
+elseif op == 'pop' then
+  -- ARGV[8]: at most how many. Returns now, then kind/domain/request/reservation four at a
+  -- time (kind ``dead``: a request past the delivery cap, for a row), then the seconds until
+  -- anything may become ready ('' when nothing is queued, delayed or leased) if fewer came.
+  housekeeping()
+  local out = {}
+  for _ = 1, tonumber(ARGV[8]) do
+    if not pop_one(out) then break end
+  end
+  local answer = {fmt(now)}
+  for _, data in ipairs(redis.call('LRANGE', P .. ':dead_new', 0, 9)) do
+    redis.call('LPOP', P .. ':dead_new')
+    local d, _, request = split3(data)
+    for _, part in ipairs({'dead', d, request, ''}) do table.insert(answer, part) end
+  end
+  for _, entry in ipairs(out) do
+    for _, part in ipairs(entry) do table.insert(answer, part) end
+  end
+  if #out < tonumber(ARGV[8]) then table.insert(answer, wait_time()) end
+  return answer
+
+elseif op == 'sizes' or op == 'beat' then
+  -- ``beat``: the same, from a worker, which keeps the crawl alive
+  return {
+    tonumber(redis.call('GET', P .. ':queued') or '0'), redis.call('ZCARD', P .. ':delayed'),
+    redis.call('ZCARD', P .. ':leases'), tonumber(redis.call('GET', P .. ':reclaimed') or '0'),
+    redis.call('LLEN', P .. ':dead'),
+  }
 
 elseif op == 'ack' then
-  -- ARGV[7..]: lease keys whose rows are committed
-  for i = 7, #ARGV do
+  -- ARGV[8..]: lease keys whose rows are committed
+  for i = 8, #ARGV do
     redis.call('ZREM', P .. ':leases', ARGV[i])
     redis.call('HDEL', P .. ':leasedata', ARGV[i])
+    redis.call('HDEL', P .. ':returns', ARGV[i])
   end
   return 1
 
 elseif op == 'release' then
-  -- ARGV[7..]: lease keys given back unfinished (a worker closing), to the front of their queues
-  for i = 7, #ARGV do release_lease(ARGV[i], true) end
+  -- ARGV[8]: 1 if these requests came back unfinished (counted against the delivery cap), 0 if
+  -- they were never started; ARGV[9..]: lease keys given back, to the front of their queues
+  for i = 9, #ARGV do release_lease(ARGV[i], true, ARGV[8] == '1') end
   return 1
 
+elseif op == 'renew' then
+  -- ARGV[8..]: lease keys still being worked on (fetched, or their rows being stored): their
+  -- leases and the concurrency they hold run for another lease time from now.
+  local renewed = 0
+  for i = 8, #ARGV do
+    local key = ARGV[i]
+    if redis.call('ZADD', P .. ':leases', 'XX', 'CH', now + lease_seconds, key) == 1 then
+      renewed = renewed + 1
+      local d = split3(redis.call('HGET', P .. ':leasedata', key) or '')
+      if d then redis.call('ZADD', inflight_key(d), 'XX', now + lease_seconds, key) end
+    end
+  end
+  return renewed
+
 elseif op == 'try_reserve' then
-  -- ARGV[7], ARGV[8]: domain, holder. For requests this process keeps (sitemap discovery).
-  local d = ARGV[7]
+  -- ARGV[8], ARGV[9]: domain, holder. For requests this process keeps (sitemap discovery).
+  local d = ARGV[8]
   if not can_start(d) then return false end
-  local reservation = reserve(d, ARGV[8])
+  local reservation = reserve(d, ARGV[9])
   refresh(d)
   return reservation
 
+elseif op == 'rehold' then
+  -- ARGV[8..10]: domain, holder, new holder: a reservation passes to the request that uses it.
+  local k = inflight_key(ARGV[8])
+  local expiry = redis.call('ZSCORE', k, ARGV[9])
+  if expiry then
+    redis.call('ZREM', k, ARGV[9])
+    redis.call('ZADD', k, expiry, ARGV[10])
+  end
+  return 1
+
 elseif op == 'sent' then
-  -- ARGV[7]: domain. The holder of the last slot leaves now: the next slot counts from now.
-  local d = ARGV[7]
+  -- ARGV[8]: domain. The holder of the last slot leaves now: the next slot counts from now.
+  local d = ARGV[8]
   local k = dkey(d)
-  local f = redis.call('HMGET', k, 'next', 'delay')
-  redis.call('HSET', k, 'next', fmt(math.max(num(f[1], 0), now + num(f[2], default_delay))), 'last', fmt(now))
+  local f = redis.call('HMGET', k, 'next', 'delay', 'pending')
+  local next = now + num(f[2], default_delay)
+  if f[1] ~= f[3] then next = math.max(num(f[1], 0), next) end  -- else: the hold until it left ends
+  redis.call('HSET', k, 'next', fmt(next), 'last', fmt(now))
+  redis.call('HDEL', k, 'pending')
   refresh(d)
   return 1
 
 elseif op == 'unreserve' then
-  -- ARGV[7], ARGV[8]: domain, reservation. Give back an unused slot unless another was taken since.
-  local k = dkey(ARGV[7])
-  if redis.call('HGET', k, 'next') == ARGV[8] then
+  -- ARGV[8], ARGV[9]: domain, reservation. Give back an unused slot unless another was taken since.
+  local k = dkey(ARGV[8])
+  if redis.call('HGET', k, 'next') == ARGV[9] then
     redis.call('HSET', k, 'next', redis.call('HGET', k, 'prev') or fmt(0))
+    redis.call('HDEL', k, 'pending')
   end
-  refresh(ARGV[7])
+  refresh(ARGV[8])
   return 1
 
 elseif op == 'finish' then
-  -- ARGV[7], ARGV[8]: domain, holder
-  redis.call('ZREM', inflight_key(ARGV[7]), ARGV[8])
-  refresh(ARGV[7])
+  -- ARGV[8], ARGV[9]: domain, holder
+  redis.call('ZREM', inflight_key(ARGV[8]), ARGV[9])
+  refresh(ARGV[8])
   return 1
 
 elseif op == 'update' then
-  -- ARGV[7]: domain, then field/value pairs written by the policy
-  local d = ARGV[7]
-  if #ARGV >= 9 then redis.call('HSET', dkey(d), unpack(ARGV, 8)) end
+  -- ARGV[8]: domain, then field/value pairs written by the policy
+  local d = ARGV[8]
+  if #ARGV >= 10 then redis.call('HSET', dkey(d), unpack(ARGV, 9)) end
   refresh(d)
   return 1
 
 elseif op == 'robots_stored' then
-  -- ARGV[7], ARGV[8]: domain, rules valid until
-  local k = dkey(ARGV[7])
-  redis.call('HSET', k, 'robots_until', ARGV[8])
+  -- ARGV[8], ARGV[9]: domain, rules valid until
+  local k = dkey(ARGV[8])
+  redis.call('HSET', k, 'robots_until', ARGV[9])
   redis.call('HDEL', k, 'robots_claim')
-  redis.call('ZREM', inflight_key(ARGV[7]), 'robots:' .. ARGV[7])
-  refresh(ARGV[7])
+  redis.call('ZREM', inflight_key(ARGV[8]), 'robots:' .. ARGV[8])
+  refresh(ARGV[8])
   return 1
 end
 return redis.error_reply('unknown frontier operation ' .. tostring(op))

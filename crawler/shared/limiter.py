@@ -2,11 +2,17 @@
 
 The policy stays the pure one of ``crawler.politeness.policy``. Slots (reserve, sent, give back,
 finish) are single script calls; outcomes (success, 429, failure, robots delay) read the
-domain's state, apply the policy and write it back in one optimistic transaction, retried if
-any process changed the domain meanwhile. What the frontier script needs of the policy's
-verdict is written beside the state: the effective delay, the concurrency and the time until
-which the domain is held (a 429 block or an open circuit), so a 429 seen by one process stops
-every process at its next pop.
+domain's state, apply the policy and write it back in one optimistic transaction, tried again
+(a few times) if any process changed the domain meanwhile. What the frontier script needs of
+the policy's verdict is written beside the state: the effective delay, the concurrency and the
+time until which the domain is held (a 429 block or an open circuit), so a 429 seen by one
+process stops every process at its next pop.
+
+Nothing here waits for Redis: every call is queued on the crawl's link (``RedisLink``) and
+answered from this process's copy of each domain's state (``states``), which every transaction
+brings up to date. A slot for a request this process keeps (``try_start``) is asked for and
+granted later: the domain is then said to be ready (``may_be_ready``) and the next
+``try_start`` takes the grant.
 """
 
 from __future__ import annotations
@@ -22,8 +28,8 @@ import redis
 
 from crawler.politeness.limiter import DomainLimiter
 from crawler.politeness.policy import DomainState, Outcome, Policy
-from crawler.shared.connection import REDIS_ERRORS
-from crawler.shared.store import SharedFrontier
+from crawler.shared.link import Op, RedisLink
+from crawler.shared.store import SharedFrontier, as_text
 
 logger = logging.getLogger(__name__)
 
@@ -34,52 +40,62 @@ _SLOT_FIELDS = ("next", "prev", "last")
 _SLOT_ATTRIBUTES = ("next_start", "previous_next_start", "last_start")
 _TRANSIENT = frozenset({*_SLOT_ATTRIBUTES, "inflight"})
 
+WATCH_ATTEMPTS = 5
+"""Tries of one optimistic transaction before the outcome is left unrecorded (and counted)."""
+
+Change = Callable[[DomainState, float], T]
+"""What an outcome does to a domain's state, at a time."""
+
 
 class SharedDomainLimiter(DomainLimiter):
-    def __init__(self, policy: Policy, frontier: SharedFrontier):
-        super().__init__(policy, frontier.clock)
+    def __init__(self, policy: Policy, frontier: SharedFrontier, link: RedisLink | None = None):
+        super().__init__(policy, frontier.clock or time.time)
         self.frontier = frontier
-        self.client = frontier.client
-        self._warned_at = -1e9
+        self.link = link or RedisLink(frontier.client)
+        self._grants: dict[str, tuple[str, str]] = {}  # domain -> (holder, reservation) granted, unused
+        self._asking: set[str] = set()
 
-    def _safely(self, operation: Callable[[], T], default: T) -> T:
-        """Run a Redis operation; while Redis is away the crawl goes on without it: pacing
-        updates are lost (the frontier hands nothing out meanwhile) and slots free themselves
-        when their holders expire."""
-        try:
-            return operation()
-        except REDIS_ERRORS as exc:
-            now = time.monotonic()
-            if now - self._warned_at > 10:
-                self._warned_at = now
-                logger.warning("Redis unavailable (%s): domain pacing is not updated", exc)
-            return default
+    def _op(self, operation: str, *args: Any, done: Callable[[Any], None] | None = None) -> None:
+        frontier = self.frontier
+        self.link.submit(Op(send=lambda pipe: frontier.call(operation, *args, client=pipe), done=done))
 
     # --- state -------------------------------------------------------------------------------
-    def state(self, domain: str) -> DomainState:
-        """A snapshot of the domain's shared state."""
-        return self._safely(lambda: self._load(domain), DomainState())
-
-    def _load(self, domain: str) -> DomainState:
-        return _decode(self.client.hmget(self.frontier.domain_key(domain), "state", *_SLOT_FIELDS))
-
-    def _apply(self, domain: str, change: Callable[[DomainState], T], default: T) -> T:
-        return self._safely(lambda: self._transaction(domain, change), default)
-
-    def _transaction(self, domain: str, change: Callable[[DomainState], T]) -> T:
+    def refresh(self, domain: str) -> None:
+        """Bring this process's copy of the domain's state up to date (soon)."""
         key = self.frontier.domain_key(domain)
-        with self.client.pipeline() as pipe:
-            while True:
+        self.link.submit(
+            Op(send=lambda pipe: pipe.hmget(key, "state", *_SLOT_FIELDS), done=lambda f: self._store(domain, f and _decode(f)))
+        )
+
+    def _store(self, domain: str, state: DomainState | None) -> None:
+        if state is not None:
+            state.inflight = self.state(domain).inflight  # this process's own, not shared
+            self.states[domain] = state
+
+    def _apply(self, domain: str, change: Change[T]) -> T:
+        """Apply ``change`` to this process's copy now (the answer), and to the shared state
+        in Redis by a transaction at the server's time."""
+        result = change(self.state(domain), self.clock())
+        self.link.submit(Op(run=lambda client: self._transaction(client, domain, change), done=lambda s: self._store(domain, s)))
+        return result
+
+    def _transaction(self, client: redis.Redis, domain: str, change: Change[Any]) -> DomainState | None:
+        key = self.frontier.domain_key(domain)
+        with client.pipeline() as pipe:
+            for _ in range(WATCH_ATTEMPTS):
                 try:
                     pipe.watch(key)
+                    now = self.frontier.now() if self.frontier.clock is not None else _seconds(pipe.time())
                     state = _decode(pipe.hmget(key, "state", *_SLOT_FIELDS))
-                    result = change(state)
+                    change(state, now)
                     pipe.multi()
                     self.frontier.update(domain, self._fields(state), client=pipe)
                     pipe.execute()
-                    return result
+                    return state
                 except redis.WatchError:
                     continue  # another process changed the domain: apply to its new state
+        logger.warning("Pacing of %s not updated: other processes changed it %d times meanwhile", domain, WATCH_ATTEMPTS)
+        return None
 
     def _fields(self, state: DomainState) -> dict[str, Any]:
         policy = self.policy
@@ -94,53 +110,74 @@ class SharedDomainLimiter(DomainLimiter):
 
     # --- slots -------------------------------------------------------------------------------
     def can_start(self, domain: str, now: float | None = None) -> bool:
-        return self._safely(lambda: self._can_start(domain, self.clock() if now is None else now), False)
-
-    def _can_start(self, domain: str, now: float) -> bool:
-        state = self._load(domain)
-        inflight = self.client.zcount(self.frontier.key("inflight", domain), now, "+inf")
-        limit = 1 if state.circuit_open_until is not None else self.policy.concurrency(state)
-        return now >= self.policy.ready_at(state) and inflight < limit
+        """From this process's copy (its own slots in flight, the state of its last
+        transaction): the frontier script decides (``try_start``)."""
+        return self.policy.can_start(self.state(domain), self.clock() if now is None else now)
 
     def try_start(self, domain: str, holder: str = "") -> str | None:
-        return self._safely(lambda: self.frontier.try_reserve(domain, holder), None)
+        if domain not in self._grants and domain not in self._asking:
+            self._asking.add(domain)
+            self._op("try_reserve", domain, holder, done=lambda answer: self._granted(domain, holder, answer))
+        grant = self._grants.pop(domain, None)  # there at once when the link is not started
+        if grant is None:
+            return None
+        granted_to, reservation = grant
+        if granted_to != holder:
+            self._op("rehold", domain, granted_to, holder)
+        return reservation
+
+    def _granted(self, domain: str, holder: str, answer: Any) -> None:
+        self._asking.discard(domain)
+        if answer:
+            self._grants[domain] = (holder, as_text(answer))
+            self.state(domain).inflight += 1
+            self.may_be_ready(domain)
 
     def sent(self, domain: str) -> None:
-        self._safely(lambda: self.frontier.sent(domain), None)
+        # Stamped with the server's time when it arrives, never earlier than the request left.
+        super().sent(domain)
+        # The domain's slot was held until now: its next request may be popped once the delay passes.
+        self._op("sent", domain, done=lambda _: self.may_be_ready(domain))
 
     def unreserve(self, domain: str, reservation: Any) -> None:
-        self._safely(lambda: self.frontier.unreserve(domain, str(reservation)), None)
+        self._op("unreserve", domain, str(reservation))
         self.may_be_ready(domain)
 
     def finish(self, domain: str, holder: str = "") -> None:
-        self._safely(lambda: self.frontier.finish(domain, holder), None)
+        self.policy.finish(self.state(domain))
+        self._op("finish", domain, holder)
         self.may_be_ready(domain)
 
     # --- outcomes ----------------------------------------------------------------------------
     def success(self, domain: str, latency: float | None = None) -> Outcome:
-        outcome = self._apply(domain, lambda s: self.policy.on_success(s, self.clock(), latency), Outcome())
+        outcome = self._apply(domain, lambda s, now: self.policy.on_success(s, now, latency))
         self.may_be_ready(domain)
         return outcome
 
     def failure(self, domain: str) -> bool:
-        return self._apply(domain, lambda s: self.policy.on_failure(s, self.clock()), False)
+        return self._apply(domain, lambda s, now: self.policy.on_failure(s, now))
 
     def blocked(self, domain: str, retry_after: float | None = None) -> Outcome:
-        return self._apply(domain, lambda s: self.policy.on_blocked(s, self.clock(), retry_after), Outcome())
+        return self._apply(domain, lambda s, now: self.policy.on_blocked(s, now, retry_after))
 
     def set_robots_delay(self, domain: str, delay: float | None) -> None:
-        self._apply(domain, lambda s: self.policy.set_robots_delay(s, delay, self.clock()), None)
+        self._apply(domain, lambda s, now: self.policy.set_robots_delay(s, delay, now))
         self.may_be_ready(domain)
 
     def learned(self, domain: str, delay: float, floor: float) -> None:
         """Seed a domain with what earlier crawls learned, unless the running crawl has learned
         something of its own for it (another process was there first)."""
 
-        def seed(state: DomainState) -> None:
+        def seed(state: DomainState, now: float) -> None:
             if not (state.learned_delay or state.floor):
                 state.learned_delay, state.floor = delay, floor
 
-        self._apply(domain, seed, None)
+        self._apply(domain, seed)
+
+
+def _seconds(server_time: tuple[int, int]) -> float:
+    seconds, micros = server_time
+    return seconds + micros / 1e6
 
 
 def _decode(fields: list[Any]) -> DomainState:

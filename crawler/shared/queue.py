@@ -3,33 +3,52 @@
 Per-domain queues and a ready-time index live in Redis (``SharedFrontier``); a pop hands out
 only a request whose domain is ready, reserving its slot, whichever process asks. A popped
 request is leased, not removed: it is acknowledged when its row is committed
-(``rows_committed``) and goes back to the queue if its lease expires first (a killed worker).
-While Redis is away, pushes wait in memory and pops return nothing; both resume with it.
+(``rows_committed``), its lease is renewed while it is fetched or stored, and it goes back to
+the queue if its lease expires first (a killed worker) or its callback fails, at most
+``CRAWLER_MAX_DELIVERIES`` times; then it is a dead letter and an ``error`` row.
+
+Scrapy asks its scheduler synchronously; Redis answers through the link's I/O thread. So the
+queue keeps a few leased requests at hand (``CRAWLER_REDIS_PREFETCH``), refilled in the
+background, and pushes are sent in the link's next pipeline. While Redis is away, pushes wait
+in memory and pops hand out what is at hand; both resume with it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import redis
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
+from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy_redis.queue import Base
+from twisted.python.failure import Failure
 
 from crawler.frontier.codec import RequestCodec, UnserializableRequest
 from crawler.frontier.meta import DOMAIN, HOLDER, NOT_BEFORE, RESERVATION, domain_key, robots_holder
 from crawler.frontier.unfetched import record_outcome
 from crawler.frontier.wakeup import EngineWakeup
 from crawler.middlewares.robots import robots_for
-from crawler.shared.connection import REDIS_ERRORS, shared_services
-from crawler.shared.store import SharedFrontier
+from crawler.politeness.limiter import limiter_for
+from crawler.politeness.signals import domain_blocked
+from crawler.shared.connection import shared_services
+from crawler.shared.link import Op
+from crawler.shared.scope import SharedScope
+from crawler.shared.store import FrontierSizes, PopBatch, Popped, SharedFrontier, parse_pop
 from crawler.storage.signals import rows_committed
 
 logger = logging.getLogger(__name__)
+
+BEAT_SECONDS = 1.0
+"""How often a worker refreshes the frontier's sizes (for idle decisions) and shows it is alive."""
+
 
 @dataclass(frozen=True, slots=True)
 class QueueEntry:
@@ -49,11 +68,12 @@ class QueueEntry:
         scheme = urlparse_cached(request).scheme
         return cls(domain_key(request), request.priority, encoded, request.meta.get(NOT_BEFORE) or 0.0, scheme, seen)
 
+    def arguments(self, frontier: SharedFrontier) -> list[Any]:
+        return frontier.push_arguments(self.domain, self.priority, self.request, self.not_before, self.scheme, self.seen)
+
     def push_to(self, frontier: SharedFrontier) -> bool:
         """False when the request was seen before."""
-        return frontier.push(
-            self.domain, self.priority, self.request, not_before=self.not_before, scheme=self.scheme, seen=self.seen
-        )
+        return bool(frontier.call(*self.arguments(frontier)))
 
 
 def lease_key(request: Request) -> str:
@@ -69,66 +89,155 @@ class SharedFrontierQueue(Base):
         assert services is not None, "the shared frontier needs REDIS_URL"
         self.crawler = crawler
         self.frontier = services.frontier
+        self.link = services.link
         settings = crawler.settings
         self.codec = RequestCodec(
             spider, settings.getlist("CRAWLER_REDIS_META_KEYS"), settings.getlist("CRAWLER_REDIS_LOCAL_META_KEYS")
         )
         self.poll_seconds = settings.getfloat("CRAWLER_REDIS_POLL_SECONDS")
+        self.prefetch = max(1, settings.getint("CRAWLER_REDIS_PREFETCH"))
+        self.renew_seconds = settings.getfloat("CRAWLER_LEASE_SECONDS") / 3
         self.stats = crawler.stats
         self.wakeup = EngineWakeup(crawler)
+        self.at_hand: deque[Request] = deque()
+        """Leased requests popped ahead, handed to the engine as it asks."""
         self.leased: set[str] = set()
-        """Lease keys this process holds, released if it closes before their rows are stored."""
-        self._unsent: list[QueueEntry] = []
-        self._unacked: set[str] = set()
-        self._outage_since: float | None = None
+        """Lease keys this process holds (at hand or in the engine), renewed until their rows
+        are stored; given back if it closes first."""
+        self.acking: set[str] = set()
+        """Lease keys whose rows are stored, until Redis has their acknowledgement: renewed
+        meanwhile too (an outage of Redis must not let them expire)."""
+        self.sizes = FrontierSizes(0, 0, 0, 0)
+        self.sizes_at = -1.0
+        """When the frontier was asked for ``sizes`` (monotonic time; -1: not yet)."""
+        self._pushing = 0
+        self._popping = False
+        self._renewing = False
+        self._pop_after = 0.0  # monotonic time before which a pop would find nothing ready
+        self._tasks: list[asyncio.Task[None]] = []
+        # Leases that expired while Redis was away are renewed before a pop could reclaim them.
+        self.link.first_on_retry.append(self._renewal)
+        self.limiter = limiter_for(crawler)
+        self.limiter.watch(self.may_be_ready)
         crawler.signals.connect(self.rows_committed, signal=rows_committed)
+        crawler.signals.connect(self.spider_error, signal=signals.spider_error)
+        crawler.signals.connect(self.domain_blocked, signal=domain_blocked)
+
+    def start(self) -> None:
+        """Begin the background work (on the reactor's loop): beats and lease renewal."""
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._every(BEAT_SECONDS, self._beat)),
+            loop.create_task(self._every(self.renew_seconds, self._renew)),
+        ]
+        self._beat()
 
     # --- scrapy-redis queue interface -------------------------------------------------------------
-    def push(self, request: Request, seen: tuple[str, int] | None = None) -> bool:
-        """Queue ``request``; with ``seen`` (``SeenFilter.marker``), only if it was not seen
-        before: False then. Raises ``UnserializableRequest`` for a request that cannot be shared."""
+    def push(self, request: Request, seen: tuple[str, int] | None = None, on_seen: Callable[[], None] | None = None) -> bool:
+        """Queue ``request`` (in the link's next pipeline); with ``seen`` (``SeenFilter.marker``),
+        only if it was not seen before: ``on_seen`` is called then. Raises
+        ``UnserializableRequest`` for a request that cannot be shared."""
         entry = QueueEntry.of(request, self.codec, seen)
-        if not self._unsent:
-            pushed = self._try(lambda: entry.push_to(self.frontier))
-            if pushed:
-                # A retry or redirect of a request leased here: its lease passed to the queue.
-                self.leased.discard(lease_key(request))
-            if pushed is not None:
-                return pushed
-        self._unsent.append(entry)  # checked against the seen filter when Redis is back
+        key = lease_key(request)
+        self._pushing += 1
+
+        def pushed(answer: Any) -> None:
+            self._pushing -= 1
+            if answer:
+                self.leased.discard(key)  # a retry or redirect of a request leased here: its lease passed to the queue
+                self._pop_after = 0.0
+            elif on_seen is not None:
+                on_seen()
+
+        frontier = self.frontier
+        self.link.submit(Op(send=lambda pipe: frontier.call(*entry.arguments(frontier), client=pipe), done=pushed))
         return True
 
     def pop(self, timeout: int = 0) -> Request | None:
-        if not self._try(self._catch_up):
-            return None
-        while True:
-            popped = self._try(self.frontier.pop)
-            if popped is None:
-                return None
-            if popped.kind == "none":
-                wait = self.poll_seconds if popped.next_ready is None else popped.next_ready - self.frontier.clock()
-                self.wakeup.at(min(wait, self.poll_seconds))
-                return None
-            if popped.kind == "robots":
-                self._robots(popped.domain, popped.request, popped.reservation)
-                continue
-            request = self._decode(popped.domain, popped.request)
-            if request is None:
-                continue
-            key = lease_key(request)
-            self.leased.add(key)
-            request.meta.update({DOMAIN: popped.domain, RESERVATION: popped.reservation, HOLDER: key})
-            return request
+        if len(self.at_hand) < self.prefetch:
+            self._fill()
+        return self.at_hand.popleft() if self.at_hand else None
 
     def __len__(self) -> int:
-        try:
-            sizes = self.frontier.sizes()
-        except REDIS_ERRORS:
-            return len(self._unsent) or 1  # keep the worker alive until Redis is back
-        return sizes.queued + sizes.delayed + len(self._unsent)
+        if not self.link.available:
+            return max(1, len(self.at_hand))  # keep the worker alive until Redis is back
+        return self.sizes.queued + self.sizes.delayed + len(self.at_hand) + self._pushing
 
     def clear(self) -> None:
         self.frontier.clear()
+
+    # --- popping ahead ---------------------------------------------------------------------------
+    def _fill(self) -> None:
+        if self._popping or time.monotonic() < self._pop_after:
+            return
+        self._popping = True
+        spider = self.crawler.spider
+        scope = getattr(spider, "scope", None)
+        if isinstance(scope, SharedScope):
+            scope.refresh()  # seeds other processes added: the requests popped may link there
+        count = self.prefetch - len(self.at_hand)
+        frontier = self.frontier
+        self.link.submit(Op(send=lambda pipe: frontier.call("pop", count, client=pipe), done=self._popped))
+
+    def _popped(self, answer: Any) -> None:
+        self._popping = False
+        if answer is None:  # the script failed (logged): ask again later
+            self.wakeup.at(self.poll_seconds)
+            return
+        batch = parse_pop(answer)
+        requests = []
+        now = self.limiter.clock()
+        for popped in batch.popped:
+            if popped.kind == "robots":
+                self._robots(popped.domain, popped.request, popped.reservation)
+            elif popped.kind == "dead":
+                self._dead_letter(popped)
+            elif (request := self._decode(popped.domain, popped.request)) is not None:
+                request.meta.update({DOMAIN: popped.domain, RESERVATION: popped.reservation, HOLDER: lease_key(request)})
+                self.leased.add(lease_key(request))
+                if self.limiter.state(popped.domain).blocked_until > now:
+                    self._give_back(popped.domain, [request])  # popped before this process's block reached Redis
+                else:
+                    requests.append(request)
+        robots = robots_for(self.crawler)
+        missing = {domain_key(r) for r in requests if robots is not None and not robots.ready(domain_key(r))}
+        if robots is not None and robots.shared is not None and missing:
+            # Rules another process stored, brought here before their domain's requests go.
+            robots.shared.load(missing, done=lambda: self._at_hand(requests, batch))
+        else:
+            self._at_hand(requests, batch)
+
+    def _at_hand(self, requests: list[Request], batch: PopBatch) -> None:
+        self.at_hand.extend(requests)
+        if requests or len(batch.popped):
+            self.wakeup.at(0)
+            return
+        wait = self.poll_seconds if batch.wait is None else min(batch.wait, self.poll_seconds)
+        self._pop_after = time.monotonic() + wait
+        self.wakeup.at(wait)
+
+    def domain_blocked(self, domain: str, outcome: Any) -> None:
+        """A 429 (or the like): requests of the domain popped ahead go back unstarted, their
+        slots given back, rather than out before the block is known everywhere."""
+        held = [request for request in self.at_hand if request.meta.get(DOMAIN) == domain]
+        if held:
+            self.at_hand = deque(request for request in self.at_hand if request.meta.get(DOMAIN) != domain)
+            self._give_back(domain, held)
+
+    def _give_back(self, domain: str, held: list[Request]) -> None:
+        for request in held:
+            self.limiter.unreserve(domain, request.meta.pop(RESERVATION))
+            self.limiter.finish(domain, request.meta.pop(HOLDER))
+            request.meta.pop(DOMAIN)
+        keys = [lease_key(request) for request in held]
+        self.leased.difference_update(keys)
+        self._release(keys, returned=False)
+
+    def may_be_ready(self, domain: str) -> None:
+        """A request of this process left, or its slot finished or was given back: a pop may
+        find work sooner than the frontier last said."""
+        self._pop_after = 0.0
+        self.wakeup.at(0)
 
     # --- leases ----------------------------------------------------------------------------------
     def rows_committed(self, urls: list[str]) -> None:
@@ -136,40 +245,91 @@ class SharedFrontierQueue(Base):
         if not done:
             return
         self.leased.difference_update(done)
-        self._unacked.update(done)
-        self._try(self._ack)
+        self._ack(done)
 
-    def _ack(self) -> None:
-        self.frontier.ack(self._unacked)
-        self.stats.inc_value("frontier/acknowledged", len(self._unacked))
-        self._unacked.clear()
+    def _ack(self, keys: list[str]) -> None:
+        self.acking.update(keys)
+
+        def acknowledged(_: Any) -> None:
+            self.acking.difference_update(keys)
+            self.stats.inc_value("frontier/acknowledged", len(keys))
+
+        frontier = self.frontier
+        self.link.submit(Op(send=lambda pipe: frontier.call("ack", *keys, client=pipe), done=acknowledged))
+
+    def spider_error(self, failure: Failure, response: Response, spider: Spider) -> None:
+        """A callback failed: its request comes back (for another worker, or this one later),
+        counted against the delivery cap."""
+        key = lease_key(response.request) if response.request is not None else None
+        if key is None or key not in self.leased:
+            return
+        self.leased.discard(key)
+        self.stats.inc_value("frontier/callback_failures")
+        self._release([key], returned=True)
+
+    def _release(self, keys: list[str], *, returned: bool) -> None:
+        frontier = self.frontier
+        self.link.submit(Op(send=lambda pipe: frontier.call("release", int(returned), *keys, client=pipe)))
+
+    def _renew(self) -> None:
+        if not self._renewing and (op := self._renewal()) is not None:
+            self._renewing = True
+            self.link.submit(op)
+
+    def _renewal(self) -> Op | None:
+        keys = list(self.leased | self.acking)
+        if not keys:
+            return None
+
+        def renewed(count: Any) -> None:
+            self._renewing = False
+            self.stats.inc_value("frontier/lease_renewed", int(count or 0))
+
+        frontier = self.frontier
+        return Op(send=lambda pipe: frontier.call("renew", *keys, client=pipe), done=renewed)
+
+    def _beat(self) -> None:
+        asked_at = time.monotonic()
+
+        def sized(answer: Any) -> None:
+            if answer is not None:
+                self.sizes = FrontierSizes(*answer)
+                self.sizes_at = asked_at
+
+        frontier = self.frontier
+        self.link.submit(Op(send=lambda pipe: frontier.call("beat", client=pipe), done=sized))
+
+    @staticmethod
+    async def _every(seconds: float, action: Callable[[], None]) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            action()
 
     def release(self) -> None:
-        """Give back the leases of requests this process will not finish."""
-        if self.leased and self._try(lambda: self.frontier.release(self.leased)):
-            logger.info("Gave %d unfinished requests back to the shared frontier", len(self.leased))
-            self.leased.clear()
-        self._try(self._catch_up)
-        if self._unsent:
-            logger.error("Redis unavailable at shutdown: %d requests could not be queued", len(self._unsent))
+        """Give back the leases of requests this process will not finish (in the link's next
+        pipeline); stop the background work."""
+        for task in self._tasks:
+            task.cancel()
+        at_hand = [lease_key(request) for request in self.at_hand]
+        in_flight = [key for key in self.leased if key not in set(at_hand)]
+        if at_hand:
+            self._release(at_hand, returned=False)
+        if in_flight:
+            self._release(in_flight, returned=True)
+        if self.leased:
+            logger.info("Giving %d unfinished requests back to the shared frontier", len(self.leased))
+        self.at_hand.clear()
+        self.leased.clear()
 
     # --- internals -------------------------------------------------------------------------------
-    def _catch_up(self) -> None:
-        """Send what waited for Redis."""
-        while self._unsent:
-            self._unsent[0].push_to(self.frontier)
-            self._unsent.pop(0)
-        if self._unacked:
-            self._ack()
-
     def _robots(self, domain: str, scheme: str, reservation: str) -> None:
         robots = robots_for(self.crawler)
         if robots is None:
             return
         if robots.ready(domain):  # known here (stored by an earlier job): publish, free the slot
             robots.publish(domain)
-            self.frontier.unreserve(domain, reservation)
-            self.frontier.finish(domain, robots_holder(domain))
+            self.limiter.unreserve(domain, reservation)
+            self.limiter.finish(domain, robots_holder(domain))
             return
         self.stats.inc_value("frontier/robots_fetches")
         robots.fetch(domain, scheme, reservation)
@@ -181,27 +341,20 @@ class SharedFrontierQueue(Base):
             key = encoded.partition("\t")[0]
             logger.error("Dropping an unreadable request from the shared frontier (%s): %r", exc, encoded[:200])
             self.stats.inc_value("frontier/unreadable")
-            try:
-                record_outcome(self.crawler, Request(key), "error", f"unreadable in the shared frontier: {exc}")
-            except ValueError:
-                logger.error("No row for %r: not a URL", key)
-            self.frontier.finish(domain, key)
-            self.frontier.ack([key])
+            self._row(key, f"unreadable in the shared frontier: {exc}")
+            self.limiter.finish(domain, key)
+            self._ack([key])
             return None
 
-    def _try(self, operation: Any) -> Any:
-        """Run a Redis operation; None (and a wake-up later) while Redis is unavailable."""
+    def _dead_letter(self, popped: Popped) -> None:
+        key = popped.request.partition("\t")[0]
+        cap = self.frontier.config.max_deliveries
+        logger.error("A request came back unfinished %d times: a dead letter now: %s", cap, key)
+        self.stats.inc_value("frontier/dead_letters")
+        self._row(key, f"dead letter: handed out {cap} times without completing (its callback failed or its worker died)")
+
+    def _row(self, key: str, error: str) -> None:
         try:
-            result = operation()
-        except REDIS_ERRORS as exc:
-            now = time.monotonic()
-            if self._outage_since is None:
-                self._outage_since = now
-                logger.warning("Redis unavailable (%s): the worker pauses and keeps %d requests in memory", exc, len(self._unsent))
-            self.stats.inc_value("frontier/redis_errors")
-            self.wakeup.at(1.0)
-            return None
-        if self._outage_since is not None:
-            logger.info("Redis available again after %.1f s", time.monotonic() - self._outage_since)
-            self._outage_since = None
-        return True if result is None else result
+            record_outcome(self.crawler, Request(key), "error", error)
+        except ValueError:
+            logger.error("No row for %r: not a URL", key)

@@ -1,46 +1,45 @@
 """The crawl's scope shared through Redis: a seed pushed to any process (or by ``scrapy seed``)
-widens the scope of every process."""
+widens the scope of every process.
+
+Answered from this process's copy of the shared set, brought up to date whenever the set has
+grown (``refresh``, asked by the shared frontier each time it pops requests: what they link
+to is judged with the scope as it was when they were handed out, or newer)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
-import redis
+from typing import Any
 
 from crawler.frontier.scope import Scope
-from crawler.shared.connection import REDIS_ERRORS
-
-RECHECK_SECONDS = 5.0
-"""How long a key found out of scope is believed before Redis is asked again."""
+from crawler.shared.link import Op, RedisLink
 
 
 class SharedScope(Scope):
-    def __init__(self, mode: str, client: redis.Redis, key: str, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, mode: str, link: RedisLink, key: str):
         super().__init__(mode)
-        self.client = client
+        self.link = link
         self.key = key
-        self.clock = clock
-        self._outside: dict[str, float] = {}
+        self._shared_size = 0
+        self._asking = False
 
     def add_seed(self, url: str) -> None:
         super().add_seed(url)
-        self.client.sadd(self.key, self._key(url))  # at start, or by ``scrapy seed``: Redis must answer
-
-    def __contains__(self, url: str) -> bool:
-        if super().__contains__(url):
-            return True
         key = self._key(url)
-        checked = self._outside.get(key)
-        now = self.clock()
-        if checked is not None and now - checked < RECHECK_SECONDS:
-            return False
-        try:
-            shared = self.client.sismember(self.key, key)
-        except REDIS_ERRORS:
-            return False  # this process's own seeds decide until Redis is back
-        if shared:
-            self._allowed.add(key)
-            return True
-        self._outside[key] = now
-        return False
+        self.link.submit(Op(send=lambda pipe: pipe.sadd(self.key, key)))
+
+    def refresh(self) -> None:
+        if self._asking:
+            return
+        self._asking = True
+        self.link.submit(Op(send=lambda pipe: pipe.scard(self.key), done=self._counted))
+
+    def _counted(self, size: Any) -> None:
+        if not size or size == self._shared_size:
+            self._asking = False
+            return
+        self.link.submit(Op(send=lambda pipe: pipe.smembers(self.key), done=self._loaded))
+
+    def _loaded(self, members: Any) -> None:
+        self._asking = False
+        if members:
+            self._shared_size = len(members)
+            self._allowed.update(member.decode() if isinstance(member, bytes) else member for member in members)

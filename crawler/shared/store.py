@@ -24,12 +24,15 @@ class FrontierConfig:
     robots: bool = True
     """Hand a domain's requests out only once its robots.txt is known."""
     lease_seconds: float = 120.0
+    max_deliveries: int = 5
+    """How many times a request may be handed out before it goes to the dead-letter list."""
 
 
 @dataclass(frozen=True, slots=True)
 class Popped:
     kind: str
-    """``request``, ``robots`` (fetch the domain's robots.txt on the reserved slot) or ``none``."""
+    """``request``, ``robots`` (fetch the domain's robots.txt on the reserved slot), ``dead``
+    (a request past the delivery cap, for a row) or ``none``."""
     domain: str = ""
     request: str = ""
     """The encoded request, or the scheme for ``robots``."""
@@ -39,11 +42,22 @@ class Popped:
 
 
 @dataclass(frozen=True, slots=True)
+class PopBatch:
+    now: float
+    """The frontier's clock when it answered."""
+    popped: list[Popped]
+    wait: float | None
+    """When fewer than asked came: seconds until anything may become ready (None: nothing
+    is queued, delayed or leased)."""
+
+
+@dataclass(frozen=True, slots=True)
 class FrontierSizes:
     queued: int
     delayed: int
     leased: int
     reclaimed: int
+    dead: int = 0
 
     @property
     def empty(self) -> bool:
@@ -56,34 +70,52 @@ class SharedFrontier:
         client: redis.Redis,
         prefix: str,
         config: FrontierConfig = FrontierConfig(),
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
     ):
+        """``clock``: None for the Redis server's (what processes of a crawl share); tests
+        pass their own."""
         self.client = client
         self.prefix = prefix
         self.config = config
         self.clock = clock
-        self._script = client.register_script(SCRIPT)
+        self.script = client.register_script(SCRIPT)
 
     def key(self, *parts: str) -> str:
         return ":".join((self.prefix, *parts))
 
-    def _call(self, operation: str, *args: Any, client: Any = None) -> Any:
+    def arguments(self, operation: str, *args: Any) -> list[Any]:
+        """The script's arguments for ``operation``."""
         config = self.config
-        return self._script(
-            keys=[self.prefix],
-            args=[
-                operation,
-                repr(self.clock()),
-                repr(config.default_delay),
-                config.default_concurrency,
-                int(config.robots),
-                repr(config.lease_seconds),
-                *args,
-            ],
-            client=client,
-        )
+        return [
+            operation,
+            "" if self.clock is None else repr(self.clock()),
+            repr(config.default_delay),
+            config.default_concurrency,
+            int(config.robots),
+            repr(config.lease_seconds),
+            config.max_deliveries,
+            *args,
+        ]
+
+    def call(self, operation: str, *args: Any, client: Any = None) -> Any:
+        """Run (or, with a pipeline as ``client``, queue) one operation of the script."""
+        return self.script(keys=[self.prefix], args=self.arguments(operation, *args), client=client)
+
+    def now(self) -> float:
+        """The frontier's clock."""
+        if self.clock is not None:
+            return self.clock()
+        seconds, micros = self.client.time()
+        return seconds + micros / 1e6
 
     # --- the queue ---------------------------------------------------------------------------
+    def push_arguments(
+        self, domain: str, priority: int, request: str, not_before: float, scheme: str, seen: tuple[str, int] | None
+    ) -> list[Any]:
+        # Sent as a wait, not a time: the server's clock may differ from this machine's.
+        wait = max(0.0, not_before - (self.clock or time.time)()) if not_before else 0.0
+        return ["push", domain, priority, request, repr(wait), scheme, *(seen or ())]
+
     def push(
         self,
         domain: str,
@@ -96,56 +128,62 @@ class SharedFrontier:
     ) -> bool:
         """Queue a request; with ``seen`` (a seen-filter set and value), only if not seen
         before, marked seen in the same atomic step. False when it was seen."""
-        marker = seen or ()
-        return bool(self._call("push", domain, priority, request, repr(not_before), scheme, *marker))
+        return bool(self.call(*self.push_arguments(domain, priority, request, not_before, scheme, seen)))
 
     def pop(self) -> Popped:
-        answer = self._call("pop")
-        kind = _text(answer[0])
-        if kind == "none":
-            times = [float(t) for t in map(_text, answer[1:]) if t]
-            return Popped("none", next_ready=min(times) if times else None)
-        return Popped(kind, _text(answer[1]), _text(answer[2]), _text(answer[3]))
+        batch = self.pop_many(1)
+        if batch.popped:
+            return batch.popped[0]
+        return Popped("none", next_ready=None if batch.wait is None else batch.now + batch.wait)
+
+    def pop_many(self, count: int) -> PopBatch:
+        return parse_pop(self.call("pop", count))
 
     def ack(self, keys: Iterable[str]) -> None:
         keys = list(keys)
         if keys:
-            self._call("ack", *keys)
+            self.call("ack", *keys)
 
-    def release(self, keys: Iterable[str]) -> None:
+    def release(self, keys: Iterable[str], *, returned: bool = True) -> None:
+        """Put leased requests back at the front of their queues; ``returned``: they were
+        handed out and came back unfinished (counted against the delivery cap)."""
         keys = list(keys)
         if keys:
-            self._call("release", *keys)
+            self.call("release", int(returned), *keys)
 
-    def sizes(self) -> FrontierSizes:
-        with self.client.pipeline(transaction=False) as pipe:
-            pipe.get(self.key("queued"))
-            pipe.zcard(self.key("delayed"))
-            pipe.zcard(self.key("leases"))
-            pipe.get(self.key("reclaimed"))
-            queued, delayed, leased, reclaimed = pipe.execute()
-        return FrontierSizes(int(queued or 0), delayed, leased, int(reclaimed or 0))
+    def renew(self, keys: Iterable[str]) -> int:
+        """Extend the leases still held; how many were."""
+        keys = list(keys)
+        return self.call("renew", *keys) if keys else 0
+
+    def sizes(self, *, beat: bool = False) -> FrontierSizes:
+        """``beat``: asked by a worker of the crawl, which keeps the crawl alive."""
+        return FrontierSizes(*self.call("beat" if beat else "sizes"))
+
+    def dead_letters(self) -> list[str]:
+        """The encoded requests past the delivery cap."""
+        return [as_text(entry).split("\t", 2)[2] for entry in self.client.lrange(self.key("dead"), 0, -1)]
 
     # --- domain slots ------------------------------------------------------------------------
     def try_reserve(self, domain: str, holder: str) -> str | None:
-        answer = self._call("try_reserve", domain, holder)
-        return _text(answer) if answer else None
+        answer = self.call("try_reserve", domain, holder)
+        return as_text(answer) if answer else None
 
     def sent(self, domain: str) -> None:
-        self._call("sent", domain)
+        self.call("sent", domain)
 
     def unreserve(self, domain: str, reservation: str) -> None:
-        self._call("unreserve", domain, reservation)
+        self.call("unreserve", domain, reservation)
 
     def finish(self, domain: str, holder: str) -> None:
-        self._call("finish", domain, holder)
+        self.call("finish", domain, holder)
 
     def update(self, domain: str, fields: dict[str, Any], *, client: Any = None) -> None:
         pairs = [str(part) for item in fields.items() for part in item]
-        self._call("update", domain, *pairs, client=client)
+        self.call("update", domain, *pairs, client=client)
 
     def robots_stored(self, domain: str, valid_until: float) -> None:
-        self._call("robots_stored", domain, repr(valid_until))
+        self.call("robots_stored", domain, repr(valid_until))
 
     def domain_key(self, domain: str) -> str:
         return self.key("d", domain)
@@ -153,9 +191,9 @@ class SharedFrontier:
     # --- inspection --------------------------------------------------------------------------
     def domains(self) -> list[dict[str, Any]]:
         """Per domain: queued requests, ready time, block, delay, concurrency, holders."""
-        now = self.clock()
-        names = sorted(_text(d) for d in self.client.smembers(self.key("domains")))
-        ready = {_text(d): score for d, score in self.client.zrange(self.key("ready"), 0, -1, withscores=True)}
+        now = self.now()
+        names = sorted(as_text(d) for d in self.client.smembers(self.key("domains")))
+        ready = {as_text(d): score for d, score in self.client.zrange(self.key("ready"), 0, -1, withscores=True)}
         rows = []
         for domain in names:
             with self.client.pipeline(transaction=False) as pipe:
@@ -165,9 +203,9 @@ class SharedFrontier:
                 prios, state, inflight = pipe.execute()
             with self.client.pipeline(transaction=False) as pipe:
                 for prio in prios:
-                    pipe.llen(self.key("q", domain, _text(prio)))
+                    pipe.llen(self.key("q", domain, as_text(prio)))
                 queued = sum(pipe.execute())
-            state = {_text(k): _text(v) for k, v in state.items()}
+            state = {as_text(k): as_text(v) for k, v in state.items()}
             rows.append({
                 "domain": domain,
                 "queued": queued,
@@ -184,14 +222,27 @@ class SharedFrontier:
         return delete_matching(self.client, f"{self.prefix}:*")
 
 
-def _text(value: Any) -> str:
+def parse_pop(answer: list[Any]) -> PopBatch:
+    now = float(answer[0])
+    popped = [
+        Popped(*(as_text(part) for part in answer[i : i + 4]))  # type: ignore[arg-type]
+        for i in range(1, len(answer) - 3, 4)
+    ]
+    rest = answer[1 + 4 * len(popped) :]
+    wait = float(rest[0]) if rest and as_text(rest[0]) else None
+    return PopBatch(now, popped, wait)
+
+
+def as_text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def delete_matching(client: redis.Redis, pattern: str) -> int:
-    """Delete the keys matching ``pattern`` (SCAN, never KEYS); the number deleted."""
+def delete_matching(client: redis.Redis, pattern: str, keep: frozenset[bytes] | set[bytes] = frozenset()) -> int:
+    """Delete the keys matching ``pattern`` (SCAN, never KEYS) but those in ``keep``; the number deleted."""
     deleted, batch = 0, []
     for key in client.scan_iter(match=pattern, count=1000):
+        if key in keep:
+            continue
         batch.append(key)
         if len(batch) == 500:
             deleted += client.delete(*batch)

@@ -69,7 +69,7 @@ class BaseCrawlSpider(Spider):
         self.max_pages = settings.getint("CRAWLER_MAX_PAGES")
         services = shared_services(crawler, self.crawl_id)
         mode = settings.get("CRAWLER_SCOPE")
-        self.scope = Scope(mode) if services is None else SharedScope(mode, services.client, services.key("scope"))
+        self.scope = Scope(mode) if services is None else SharedScope(mode, services.link, services.key("scope"))
         self.seen: set[str] = set()
         self.pages_scheduled = 0
 

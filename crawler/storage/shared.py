@@ -6,6 +6,7 @@ delays, robots decisions) put rows in the outbox, which the pipeline writes with
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -42,6 +43,8 @@ class Outbox:
 class SharedStorage:
     backend: StorageBackend
     outbox: Outbox = field(default_factory=Outbox)
+    flush: Callable[[], Awaitable[None]] | None = None
+    """Write what is pending now (the pipeline's), for producers of many rows at once."""
 
 
 _shared: WeakKeyDictionary[Crawler, SharedStorage] = WeakKeyDictionary()
