@@ -22,8 +22,7 @@ from scrapy import Request
 from scrapy.utils.test import get_crawler
 
 from crawler.shared.bloom import BloomShape
-from crawler.shared.dupefilter import SeenFilter
-from crawler.shared.seen_filters import BloomSeenFilter
+from crawler.shared.dupefilter import BloomSeenFilter, MarkedSeenFilter, SeenFilter
 from tests.throwaway_redis import ThrowawayRedis, redisbloom_module
 
 BATCH = 2_000
@@ -42,15 +41,11 @@ def batches(items: list[bytes]) -> Iterator[list[bytes]]:
         yield items[start : start + BATCH]
 
 
-def mark_all(client: redis.Redis, seen: SeenFilter | BloomSeenFilter, marked: list[bytes]) -> None:
+def mark_all(client: redis.Redis, seen: MarkedSeenFilter, marked: list[bytes]) -> None:
     for batch in batches(marked):
         pipe = client.pipeline(transaction=False)
         for fingerprint in batch:
-            if isinstance(seen, SeenFilter):
-                pipe.sadd(*seen.marker_of(fingerprint))
-            else:
-                kind, key, *values = seen.marker_of(fingerprint)
-                seen._mark(keys=[key], args=[kind, *values], client=pipe)
+            seen.mark(seen.marker_of(fingerprint), pipe)
         pipe.execute()
 
 

@@ -28,9 +28,8 @@ from crawler.frontier.codec import RequestCodec
 from crawler.frontier.priority import request_priority
 from crawler.settings import CRAWLER_REDIS_LOCAL_META_KEYS, CRAWLER_REDIS_META_KEYS
 from crawler.shared.bloom import BloomShape
-from crawler.shared.dupefilter import SeenFilter
+from crawler.shared.dupefilter import BloomSeenFilter, SeenFilter
 from crawler.shared.queue import QueueEntry
-from crawler.shared.seen_filters import BloomSeenFilter
 from crawler.shared.store import FrontierConfig, SharedFrontier
 from tests.helpers import PageSpider
 from tests.throwaway_redis import ThrowawayRedis

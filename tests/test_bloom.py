@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -13,7 +14,11 @@ from scrapy import Request
 from scrapy.utils.test import get_crawler
 
 from crawler.shared.bloom import MAX_BLOCK_BITS, BloomShape
-from crawler.shared.seen_filters import BloomSeenFilter, has_bloom_module
+from crawler.shared.dupefilter import BloomSeenFilter, has_bloom_module
+from crawler.shared.store import FrontierConfig, SharedFrontier, delete_matching
+from tests.conftest import REDIS_URL
+from tests.helpers import Database, crawl
+from tests.testweb import TestWeb
 from tests.throwaway_redis import ThrowawayRedis, redisbloom_module
 
 
@@ -123,3 +128,30 @@ def test_a_redisbloom_filter_of_another_shape_is_not_reserved_twice(bloom_redis:
     _filter(bloom_redis, "crawler:twice:seen", 1_000, 0.01, use_module=True)  # joining: no error
     assert not first.request_seen(Request("https://example.com/"))
     first.clear()
+
+
+def test_the_frontier_queues_a_request_once_through_the_bloom_filter(redis_client: redis.Redis, crawl_name: str) -> None:
+    prefix = f"crawler:{{{crawl_name}}}"
+    frontier = SharedFrontier(redis_client, prefix, FrontierConfig(robots=False))
+    seen = _filter(redis_client, f"{prefix}:seen", 1_000, 0.001, use_module=False)
+    request = Request("https://example.com/page")
+    marker = seen.marker(request)
+    assert frontier.push("example.com", 0, "https://example.com/page\t{}", seen=marker)
+    assert not frontier.push("example.com", 0, "https://example.com/page\t{}", seen=marker)
+    assert seen.contains(request) == 1 and frontier.sizes().queued == 1
+    delete_matching(redis_client, f"{prefix}:*")
+
+
+def test_a_shared_crawl_with_the_bloom_filter_crawls_every_page_once(web: TestWeb, database: Database, crawl_name: str) -> None:
+    web.clear()
+    settings = {
+        "REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl_name, "CRAWLER_IDLE_CLOSE_SECONDS": "0.5",
+        "CRAWLER_SEEN_FILTER": "bloom", "CRAWLER_BLOOM_CAPACITY": "10000",
+    }  # fmt: skip
+    crawl("links", database, url=web.url("links"), settings=settings)
+    log = web.log("links")
+    answered = Counter(entry.path for entry in log if entry.status < 500)  # a 5xx is retried
+    assert [path for path, n in answered.items() if n > 1] == []
+    pages = database.pages()
+    covered = {url.removeprefix(web.base("links")) for row in pages.values() for url in (row["url"], row["final_url"]) if url}
+    assert len(pages) >= 10 and covered >= {entry.path for entry in log if entry.status == 200} - {"/robots.txt"}
