@@ -221,6 +221,9 @@ CRAWLER_REDIS_META_KEYS = [
     "recrawl",
 ]  # fmt: skip
 CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
+CRAWLER_SEEN_FILTER = "exact"
+CRAWLER_BLOOM_CAPACITY = 10_000_000
+CRAWLER_BLOOM_ERROR_RATE = 1e-6
 # Redis off the reactor: leased requests popped ahead, retries of a Redis outage, the delivery
 # cap, the time a worker waits for Redis at its end, dead crawls reclaimed.
 CRAWLER_REDIS_PREFETCH = 4

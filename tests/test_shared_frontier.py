@@ -189,11 +189,11 @@ def test_a_429_seen_by_one_process_blocks_the_domain_for_all(redis_client: redis
 
 
 def test_a_request_is_marked_seen_in_the_step_that_queues_it(frontier: SharedFrontier) -> None:
-    seen = (frontier.key("seen", "7"), -1234567890123)
+    seen = ("set", frontier.key("seen", "7"), "-1234567890123")
     assert frontier.push("a", 0, "http://a/0\t{}", seen=seen)
     assert not frontier.push("a", 0, "http://a/0\t{}", seen=seen)
     assert frontier.sizes().queued == 1
-    assert frontier.client.sismember(seen[0], seen[1])
+    assert frontier.client.sismember(seen[1], seen[2])
 
 
 def test_a_paced_domain_waits_until_its_request_has_left(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:

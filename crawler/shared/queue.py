@@ -59,10 +59,10 @@ class QueueEntry:
     request: str
     not_before: float
     scheme: str
-    seen: tuple[str, int] | None
+    seen: tuple[str, ...] | None
 
     @classmethod
-    def of(cls, request: Request, codec: RequestCodec, seen: tuple[str, int] | None = None) -> QueueEntry:
+    def of(cls, request: Request, codec: RequestCodec, seen: tuple[str, ...] | None = None) -> QueueEntry:
         """Raises ``UnserializableRequest`` for a request that cannot be shared."""
         encoded = codec.encode(request, lease_key(request))
         scheme = urlparse_cached(request).scheme
@@ -133,7 +133,7 @@ class SharedFrontierQueue(Base):
         self._beat()
 
     # --- scrapy-redis queue interface -------------------------------------------------------------
-    def push(self, request: Request, seen: tuple[str, int] | None = None, on_seen: Callable[[], None] | None = None) -> bool:
+    def push(self, request: Request, seen: tuple[str, ...] | None = None, on_seen: Callable[[], None] | None = None) -> bool:
         """Queue ``request`` (in the link's next pipeline); with ``seen`` (``SeenFilter.marker``),
         only if it was not seen before: ``on_seen`` is called then. Raises
         ``UnserializableRequest`` for a request that cannot be shared."""

@@ -103,7 +103,7 @@ class SharedFrontierScheduler(RedisScheduler):
         self.stats.inc_value("scheduler/enqueued/redis")
         return True
 
-    def _keep_local(self, request: Request, seen: tuple[str, int] | None) -> None:
+    def _keep_local(self, request: Request, seen: tuple[str, ...] | None) -> None:
         if seen is None:
             self.local.push(request)
             return
@@ -116,8 +116,7 @@ class SharedFrontierScheduler(RedisScheduler):
             else:
                 self._dropped(request)
 
-        key, value = seen
-        self.services.link.submit(Op(send=lambda pipe: pipe.sadd(key, value), done=marked))
+        self.services.link.submit(Op(send=lambda pipe: self.df.mark(seen, pipe), done=marked))
 
     def _dropped(self, request: Request) -> None:
         """A request found seen once Redis answered: what Scrapy's engine does for a request

@@ -13,7 +13,9 @@ from typing import Any
 
 import redis
 
-SCRIPT = files("crawler.shared").joinpath("frontier.lua").read_text(encoding="utf-8")
+MARK_SEEN = files("crawler.shared").joinpath("seen.lua").read_text(encoding="utf-8")
+"""The seen filters' marking, shared by the frontier script and the filters' own."""
+SCRIPT = MARK_SEEN + files("crawler.shared").joinpath("frontier.lua").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +112,7 @@ class SharedFrontier:
 
     # --- the queue ---------------------------------------------------------------------------
     def push_arguments(
-        self, domain: str, priority: int, request: str, not_before: float, scheme: str, seen: tuple[str, int] | None
+        self, domain: str, priority: int, request: str, not_before: float, scheme: str, seen: tuple[str, ...] | None
     ) -> list[Any]:
         # Sent as a wait, not a time: the server's clock may differ from this machine's.
         wait = max(0.0, not_before - (self.clock or time.time)()) if not_before else 0.0
@@ -124,7 +126,7 @@ class SharedFrontier:
         *,
         not_before: float = 0.0,
         scheme: str = "http",
-        seen: tuple[str, int] | None = None,
+        seen: tuple[str, ...] | None = None,
     ) -> bool:
         """Queue a request; with ``seen`` (a seen-filter set and value), only if not seen
         before, marked seen in the same atomic step. False when it was seen."""
