@@ -43,10 +43,11 @@ from tests.throwaway_redis import ThrowawayRedis
 SITES = 1_000
 
 
-def link_requests(spider: PageSpider, count: int) -> Iterator[Request]:
-    for n in range(count):
-        site = f"https://www.site{n % SITES}.example"
-        section = (n // SITES) % 40
+def link_requests(spider: PageSpider, count: int, start: int = 0, sites: int = SITES) -> Iterator[Request]:
+    """``count`` link requests, the ``start``-th on, spread over ``sites`` sites."""
+    for n in range(start, start + count):
+        site = f"https://www.site{n % sites}.example"
+        section = (n // sites) % 40
         url = f"{site}/articles/section-{section}/article-{n}-on-something"
         depth = 2 + n % 4
         yield Request(

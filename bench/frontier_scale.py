@@ -25,31 +25,16 @@ from scrapy import Request
 from scrapy.utils.test import get_crawler
 
 from crawler.frontier.codec import RequestCodec
-from crawler.frontier.priority import request_priority
 from crawler.settings import CRAWLER_REDIS_LOCAL_META_KEYS, CRAWLER_REDIS_META_KEYS
 from crawler.shared.bloom import BloomShape
 from crawler.shared.dupefilter import BloomSeenFilter, SeenFilter
 from crawler.shared.queue import QueueEntry
 from crawler.shared.store import FrontierConfig, SharedFrontier
+from bench.frontier_memory import link_requests
 from tests.helpers import PageSpider
 from tests.throwaway_redis import ThrowawayRedis
 
 PIPELINE = 1_000
-
-
-def link_requests(spider: PageSpider, start: int, count: int, domains: int) -> Iterator[Request]:
-    for n in range(start, start + count):
-        site = f"https://www.site{n % domains}.example"
-        section = (n // domains) % 40
-        url = f"{site}/articles/section-{section}/article-{n}-on-something"
-        depth = 2 + n % 4
-        yield Request(
-            url,
-            callback=spider.parse_page,
-            errback=spider.page_failed,
-            priority=request_priority(url, depth),
-            meta={"depth": depth, "discovered_via": "link", "referrer": f"{site}/articles/section-{section}/"},
-        )
 
 
 def push_tenth(frontier: SharedFrontier, codec: RequestCodec, seen, requests: Iterator[Request]) -> int:
@@ -108,7 +93,7 @@ def main() -> None:
             print(f"{options.requests:,} requests over {options.domains:,} domains, seen filter {options.seen}")
             for step in range(10):
                 started = time.perf_counter()
-                queued += push_tenth(frontier, codec, seen, link_requests(spider, step * tenth, tenth, options.domains))
+                queued += push_tenth(frontier, codec, seen, link_requests(spider, tenth, step * tenth, options.domains))
                 rate = tenth / (time.perf_counter() - started)
                 memory = int(client.info("memory")["used_memory"]) - before
                 times = hand_out(frontier, options.sample)

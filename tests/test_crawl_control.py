@@ -181,11 +181,6 @@ def test_the_audit_counts_what_the_site_saw(overridden_crawl: OverriddenCrawl, w
     assert private in audit["robots"]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="the start is stamped in the downloader middleware; a busy process can write a request to "
-    "the socket tens of milliseconds later, so the site may see two starts closer than the delay",
-)
 def test_the_site_sees_no_gap_under_the_override_delay_and_the_audit_agrees(overridden_crawl: OverriddenCrawl) -> None:
     starts = [e.start for e in overridden_crawl.served]
     gaps = [b - a for a, b in zip(starts, starts[1:])]
