@@ -417,7 +417,7 @@ def write_statements(placeholder: str) -> dict[str, str]:
         "domain_state": insert_sql(
             "domain_state", DOMAIN_STATE_COLUMNS, placeholder, key="domain",
             update=tuple(c for c in DOMAIN_STATE_COLUMNS[1:] if c not in DOMAIN_STATE_COUNTERS),
-            extra=", ".join(f"{c} = domain_state.{c} + excluded.{c}" for c in DOMAIN_STATE_COUNTERS),
+            extra=tuple(f"{c} = domain_state.{c} + excluded.{c}" for c in DOMAIN_STATE_COUNTERS),
         ),
         "request_log": insert_sql("request_log", REQUEST_LOG_COLUMNS, placeholder),
     }  # fmt: skip
