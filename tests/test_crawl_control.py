@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import redis
 
+from crawler import exitcodes
 from crawler.control.audit import LoggedRequest as AuditedRequest
 from crawler.control.audit import max_in_flight
 from crawler.shared.store import delete_matching
@@ -38,7 +39,7 @@ def _wait_for(condition: Callable[[], object], timeout: float = 30, what: str = 
         time.sleep(0.1)
 
 
-def _finish(worker: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> str:
+def _finish(worker: subprocess.Popen[bytes], log: Path, timeout: float = 60, status: int = 0) -> str:
     try:
         worker.wait(timeout=timeout)
     finally:
@@ -46,7 +47,7 @@ def _finish(worker: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> 
             worker.kill()  # our own process, by its PID
             worker.wait()
     output = log.read_text(errors="replace")
-    assert worker.returncode == 0, output[-5000:]
+    assert worker.returncode == status, output[-5000:]
     assert "Traceback" not in output, output[-5000:]
     return output
 
@@ -88,7 +89,7 @@ def test_operators_pause_a_domain_seed_a_url_and_cancel_the_job(web: TestWeb, da
         _wait_for(lambda: database.query("SELECT state FROM workers WHERE job_id = 'steered'") == [("paused",)], what="the whole crawl's pause")
         database.query("UPDATE crawl_jobs SET cancel_requested_at = ? WHERE id = 'steered' RETURNING id", (_now(),))
     finally:
-        _finish(worker, log)
+        _finish(worker, log, status=exitcodes.STOPPED)  # a cancelled job
     ((status, reason),) = database.query("SELECT status, finish_reason FROM crawl_jobs WHERE id = 'steered'")
     assert (status, reason) == ("stopped", "cancelled")
     skipped = database.query("SELECT COUNT(*) FROM pages WHERE status = 'skipped' AND domain = ?", (steered,))[0][0]

@@ -60,7 +60,7 @@ def test_every_seed_unreachable_is_an_error_row_and_its_own_status(tmp_path: Pat
     assert result.returncode == exitcodes.SEEDS_UNREACHABLE, result.stderr[-3000:]
     (reason,) = _error_lines(result.stderr)
     assert "failed_seeds_unreachable" in reason
-    assert "0 pages fetched, 1 errors" in result.stderr
+    assert "0 pages fetched, 0 unchanged, 1 errors" in result.stderr
     row = database.pages()[seed]
     assert row["status"] == "error"
     assert row["error"].startswith("connection refused while fetching robots.txt")

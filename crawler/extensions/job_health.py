@@ -42,9 +42,9 @@ class JobHealth:
         self.cancel_streak = crawler.settings.getint("CRAWLER_CANCEL_429_STREAK")
         self.limiter = limiter_for(crawler)
         self.streak = 0
+        self.site_failures = 0
         self.closing = False
-        if self.threshold:
-            crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
         if self.cancel_streak:
             crawler.signals.connect(self.domain_blocked, signal=domain_blocked)
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
@@ -57,7 +57,9 @@ class JobHealth:
         # Only the reason of a job that is closing anyway: Scrapy ignores it while another
         # handler keeps the spider open.
         stats = self.crawler.stats
-        errors = stats.get_value("pages/status/error", 0)
+        # Only failures of the sites count: an unreadable shared request or a refused address
+        # is an error row, not a sign that no seed can be reached.
+        errors = self.site_failures
         if errors and not stats.get_value("response_received_count", 0):
             if not self.closing:
                 self.closing = True
@@ -68,8 +70,9 @@ class JobHealth:
         if not isinstance(item, PageItem):
             return
         if item.status == "error" and item.site_failure:
+            self.site_failures += 1
             self.streak += 1
-            if self.streak >= self.threshold:
+            if self.threshold and self.streak >= self.threshold:
                 self._close(FAILED, f"{self.streak} consecutive failed pages, the last {item.url}: {item.error}")
         elif item.status in ("fetched", "noindex"):
             self.streak = 0

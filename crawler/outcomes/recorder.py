@@ -128,6 +128,7 @@ class OutcomeRecorder:
                 self._describe_response(item, error.response, request)
         elif isinstance(error, RobotsUnreachable):
             item.error = str(error)
+            item.site_failure = True
         elif isinstance(error, BlockedByPolicy):
             item.status = "blocked_by_policy"
             item.error = str(error)
