@@ -13,11 +13,6 @@ import psycopg
 
 from tests.helpers import Database
 
-def execute(database: Database, sql: str, params: tuple = ()) -> None:
-    """A statement with no result (Database.query fetches one)."""
-    execute_all(database, [(sql, params)])
-
-
 def execute_all(database: Database, statements: list[tuple[str, tuple]]) -> None:
     """Statements in one transaction."""
     if database.backend == "sqlite":
