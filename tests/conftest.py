@@ -124,6 +124,27 @@ def crawl_name(redis_client: redis.Redis) -> Iterator[str]:
     delete_matching(redis_client, f"{crawl_keys(name)}:*")
 
 
+PAIRED_STACKS = {("sqlite", "in-process"), ("postgresql", "redis")}
+"""A crawl test that takes both a database and a frontier runs twice, not four times: each
+backend once and each frontier once, paired as deployments pair them (one process writing a
+SQLite file; processes sharing Redis and PostgreSQL). Backends and frontiers do not depend on
+each other; each is tested on its own in test_storage and test_shared_frontier."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    crossed = [item for item in items if _stack(item) not in PAIRED_STACKS | {None}]
+    if crossed:
+        config.hook.pytest_deselected(items=crossed)
+        items[:] = [item for item in items if item not in crossed]
+
+
+def _stack(item: pytest.Item) -> tuple[str, str] | None:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if "database" in params and "frontier" in params:
+        return params["database"], params["frontier"]
+    return None
+
+
 @pytest.fixture(params=["in-process", "redis"])
 def frontier(request: pytest.FixtureRequest) -> dict[str, str]:
     """Settings of a crawl whose frontier is in the process, or shared through Redis."""

@@ -95,6 +95,19 @@ def start_crawl(spider: str, database: Database, log: Path, *args: str, settings
         return subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, env=crawl_environment())
 
 
+def finish_all(workers: list[subprocess.Popen[bytes]], logs: list[Path], timeout: float) -> list[str]:
+    """Wait for every crawl process (killed by its PID past ``timeout``), then read their logs:
+    none outlives the test, whatever it asserts next."""
+    deadline = time.monotonic() + timeout
+    for worker in workers:
+        try:
+            worker.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+    return [log.read_text(errors="replace") for log in logs]
+
+
 def crawl_keys(name: str) -> str:
     """The key prefix of a shared crawl (its id a Redis Cluster hash tag)."""
     return f"crawler:{{{name}}}"

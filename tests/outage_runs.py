@@ -17,7 +17,7 @@ from pathlib import Path
 import psycopg
 
 from tests.blackhole import BlackholeProxy
-from tests.helpers import Database, start_crawl
+from tests.helpers import Database, finish_all, start_crawl
 from tests.testweb import TestWeb
 from tests.throwaway_postgres import ThrowawayPostgres
 
@@ -47,17 +47,6 @@ class OutageRun:
     @property
     def fetched_twice(self) -> list[str]:
         return sorted(path for path, n in self.fetches.items() if n > 1)
-
-
-def _finish(workers: list[subprocess.Popen[bytes]], logs: list[Path], timeout: float) -> list[str]:
-    deadline = time.monotonic() + timeout
-    for worker in workers:
-        try:
-            worker.wait(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            worker.kill()  # our own process, by its PID
-            worker.wait()
-    return [log.read_text(errors="replace") for log in logs]
 
 
 def _wait_for(condition: object, what: str, timeout: float = 90) -> None:
@@ -93,7 +82,7 @@ def redis_blackholed(
         time.sleep(silence)
         ended = time.time()
         proxy.forward()
-        logs = _finish([worker], [log], timeout=240)
+        logs = finish_all([worker], [log], timeout=240)
     return _result(web, site, database, logs, (began, ended))
 
 
@@ -120,7 +109,7 @@ def postgres_stopped(
         time.sleep(outage)
         ended = time.time()
         postgres.start()
-        texts = _finish(started, logs, timeout=outage + 240)
+        texts = finish_all(started, logs, timeout=outage + 240)
         return _result(web, site, database, texts, (began, ended))
     finally:
         try:

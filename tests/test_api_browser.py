@@ -63,7 +63,7 @@ def test_a_user_sees_the_domains_and_no_admin_controls(server: tuple[ServeProces
     expect(page.locator("#rate")).not_to_have_text("–")
     throttled = page.locator(f'#domains tr[data-domain="{THROTTLED_HOST}"]')
     expect(throttled).to_have_class("blocked")
-    page.click(f'#domains th[data-sort="responses_429"]')
+    page.click('#domains th[data-sort="responses_429"]')
     expect(page.locator("#domains tbody tr").first).to_have_attribute("data-domain", THROTTLED_HOST)
     throttled.locator("a.domain").click()
     expect(page.locator("#detail-robots")).to_contain_text("Disallow: /private")

@@ -22,7 +22,7 @@ from crawler.shared.store import SharedFrontier, delete_matching
 from tests.api_contract import FAST_HOST, PAGES_PER_HOST, STORED_ONLY_HOST, THROTTLED_HOST, populate_as_a_crawl
 from tests.api_server import ApiClient, ServeProcess, create_users, migrate
 from tests.conftest import REDIS_URL, _fresh_database
-from tests.helpers import ROOT, Database, crawl_environment
+from tests.helpers import ROOT, Database, crawl_environment, crawl_keys
 
 
 class Served:
@@ -47,7 +47,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         if request.param.endswith("redis"):
             crawl = f"test-api-{uuid.uuid4().hex[:8]}"
             settings["REDIS_URL"] = REDIS_URL
-            SharedFrontier(redis.Redis.from_url(REDIS_URL), f"crawler:{crawl}").push(FAST_HOST, 0, f"http://{FAST_HOST}/queued\t{{}}")
+            SharedFrontier(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl)).push(FAST_HOST, 0, f"http://{FAST_HOST}/queued\t{{}}")
         server = ServeProcess(database, folder / "serve.log", settings)
         populate_as_a_crawl(database, datetime.now(UTC))  # once serving: the samples' minutes are the latest ones
         try:
@@ -55,7 +55,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         finally:
             server.stop()
             if crawl:
-                delete_matching(redis.Redis.from_url(REDIS_URL), f"crawler:{crawl}:*")
+                delete_matching(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl) + ":*")
 
 
 def test_health_and_stats_are_public_with_the_seed_alerts(served: Served) -> None:
@@ -201,7 +201,7 @@ def test_frontier_shows_redis_or_what_the_database_holds(served: Served) -> None
     admin = served.client().login("admin")
     admin.post("/api/frontier/add", {"urls": ["http://127.0.0.12:8001/added"]})
     stats = admin.get("/api/frontier/stats").json()
-    urls = admin.get("/api/frontier/urls?limit=10").json()
+    urls = admin.get("/api/frontier/urls?limit=10" + (f"&crawl={served.redis_crawl}" if served.redis_crawl else "")).json()
     if served.redis_crawl:
         assert stats["source"] == "redis" and stats["queued"] >= 1
         assert {"crawl": served.redis_crawl, "domain": FAST_HOST, "priority": 0, "url": f"http://{FAST_HOST}/queued"} in urls["urls"]

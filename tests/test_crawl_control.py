@@ -25,7 +25,7 @@ from crawler.control.audit import LoggedRequest as AuditedRequest
 from crawler.control.audit import max_in_flight
 from crawler.shared.store import delete_matching
 from tests.conftest import REDIS_URL, _fresh_database
-from tests.helpers import ROOT, Database, crawl_environment, start_crawl
+from tests.helpers import ROOT, Database, crawl_environment, crawl_keys, start_crawl
 from tests.testweb import TestWeb
 from tests.testweb.control import LoggedRequest
 
@@ -145,7 +145,7 @@ def overridden_crawl(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> 
             for worker, log in zip(workers, logs):
                 _finish(worker, log, timeout=120)
         finally:
-            delete_matching(redis.Redis.from_url(REDIS_URL), f"crawler:{crawl_name}:*")
+            delete_matching(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl_name) + ":*")
         rows = database.query("SELECT url, started_at, ended_at, job_id FROM request_log ORDER BY started_at")
         samples = [json.loads(stats) for (stats,) in database.query("SELECT stats FROM stats_samples")]
         audit = subprocess.run(

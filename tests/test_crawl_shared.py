@@ -14,7 +14,7 @@ from pathlib import Path
 import redis
 
 from tests.conftest import REDIS_URL
-from tests.helpers import ROOT, Database, crawl, crawl_environment, crawl_keys, start_crawl
+from tests.helpers import ROOT, Database, crawl, crawl_environment, crawl_keys, finish_all, start_crawl, wait_until
 from tests.testweb import TestWeb
 from tests.throwaway_redis import ThrowawayRedis
 
@@ -26,18 +26,10 @@ def _shared(crawl_name: str, redis_url: str = REDIS_URL, **extra: str) -> dict[s
 
 
 def _finish(workers: list[subprocess.Popen[bytes]], logs: list[Path], timeout: float = 240) -> list[str]:
-    deadline = time.monotonic() + timeout
-    outputs = []
-    for worker, log in zip(workers, logs):
-        try:
-            worker.wait(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            worker.kill()  # our own process, by its PID
-            worker.wait()
-        output = log.read_text(errors="replace")
+    outputs = finish_all(workers, logs, timeout)
+    for worker, output in zip(workers, outputs):
         assert worker.returncode in (0, -9), output[-5000:]
         assert "Traceback" not in output, output[-5000:]
-        outputs.append(output)
     return outputs
 
 
@@ -89,9 +81,12 @@ def test_workers_killed_at_five_random_moments_lose_nothing(web: TestWeb, postgr
 
     workers = [start() for _ in range(3)]
     all_workers = list(workers)
+    # The moments count from when the crawl holds its first lease, not from when the processes
+    # were started: on a busy machine, starting takes seconds.
+    wait_until(lambda: client.zcard(f"{crawl_keys(crawl_name)}:leases") > 0, 90, "the crawl leasing work")
     began = time.monotonic()
     leases_at_kills = []
-    for moment in sorted(rng.uniform(2.0, 14.0) for _ in range(5)):
+    for moment in sorted(rng.uniform(0.0, 12.0) for _ in range(5)):
         time.sleep(max(0.0, began + moment - time.monotonic()))
         victim = rng.choice(workers)
         leases_at_kills.append(client.zcard(f"{crawl_keys(crawl_name)}:leases"))

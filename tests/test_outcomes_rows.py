@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from scrapy import Request
 from scrapy.http import HtmlResponse
 from scrapy.settings import Settings
@@ -27,9 +29,9 @@ def test_text_is_cut_at_its_cap() -> None:
     request = Request("http://s.example/")
     body = b"<html><body><p>" + b"word " * 1000 + b"</p></body></html>"
     response = HtmlResponse(request.url, body=body, headers={"Content-Type": "text/html"}, request=request)
-    item, _ = _recorder(CRAWLER_MAX_TEXT_CHARS=100).fetched(response)
+    item, _ = asyncio.run(_recorder(CRAWLER_MAX_TEXT_CHARS=100).fetched(response))
     assert item.status == "fetched" and item.text == ("word " * 20)[:100]
-    item, _ = _recorder(CRAWLER_MAX_TEXT_CHARS=0).fetched(response)
+    item, _ = asyncio.run(_recorder(CRAWLER_MAX_TEXT_CHARS=0).fetched(response))
     assert len(item.text) == len("word " * 1000) - 1
 
 

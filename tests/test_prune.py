@@ -65,7 +65,7 @@ def test_prune_leaves_what_the_settings_keep(database: Database) -> None:
     assert bodyless == {f"http://e.example/p/{n}" for n in range(61, 100)} and removed["bodies of old pages"] == 39
     assert {job for job, in database.query("SELECT id FROM crawl_jobs")} == {"job-0", "job-2"}
     assert removed["finished jobs"] == 1
-    assert "request log" not in removed  # no such table here
+    assert removed["request log"] == 0 and removed["stats samples"] == 0
 
     second = asyncio.run(_prune(database))
     assert set(second.values()) == {0}
@@ -80,22 +80,27 @@ async def _prune(database: Database) -> dict[str, int]:
         await backend.close()
 
 
-def test_prune_reaches_tables_other_components_add(tmp_path) -> None:
+def test_prune_keeps_the_request_log_and_stats_samples_of_their_windows(tmp_path) -> None:
     database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
 
     async def scenario() -> dict[str, int]:
         backend = open_backend(database.url)
         await backend.open()
-        await backend.execute("CREATE TABLE request_log (id INTEGER PRIMARY KEY, url TEXT, started_at TEXT)")
         for n in range(20):
-            await backend.execute("INSERT INTO request_log (url, started_at) VALUES (?, ?)", (f"u{n}", NOW - timedelta(days=n)))
+            started = NOW - timedelta(days=n)
+            await backend.execute(
+                "INSERT INTO request_log (domain, url, started_at, outcome) VALUES ('e.example', ?, ?, 'fetched')", (f"u{n}", started)
+            )
+            await backend.execute("INSERT INTO stats_samples (worker_id, sampled_at, stats) VALUES ('w', ?, '{}')", (started,))
         try:
             return await prune(backend, POLICY, NOW)
         finally:
             await backend.close()
 
-    assert asyncio.run(scenario())["request log"] == 5  # 15 to 19 days old
+    removed = asyncio.run(scenario())
+    assert removed["request log"] == removed["stats samples"] == 5  # 15 to 19 days old
     assert database.query("SELECT COUNT(*) FROM request_log") == [(15,)]
+    assert database.query("SELECT COUNT(*) FROM stats_samples") == [(15,)]
 
 
 def test_the_prune_command_reports_and_fails_clearly(tmp_path) -> None:

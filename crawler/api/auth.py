@@ -12,6 +12,7 @@ import hashlib
 import json
 import secrets
 from dataclasses import dataclass
+from functools import cache
 from datetime import timedelta
 from typing import Protocol
 
@@ -24,8 +25,14 @@ ROLES = ("user", "admin")
 COOKIE = "crawler_session"
 _RANK = {"anonymous": 0, "user": 1, "admin": 2}
 _HASHER = PasswordHasher()
-# Verified when the user is unknown, so that a login takes as long for a missing user.
-_DUMMY_HASH = _HASHER.hash("not a password anyone has")
+
+
+@cache
+def _dummy_hash() -> str:
+    """Verified against when the user does not exist, so that the answer takes as long. Made on
+    first use: hashing costs a quarter of a second, which every ``scrapy`` command would pay at
+    import (Scrapy imports every project command)."""
+    return _HASHER.hash("not a password anyone has")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +72,7 @@ async def save_user(db: Database, username: str, role: str, password: str) -> No
 
 async def authenticate(db: Database, username: str, password: str) -> Identity | None:
     rows = await db.raw("SELECT role, password_hash FROM users WHERE username = ?", (username,))
-    role, stored = rows[0] if rows else (None, _DUMMY_HASH)
+    role, stored = rows[0] if rows else (None, _dummy_hash())
     # argon2 costs tens of milliseconds of CPU: off the event loop.
     valid = await asyncio.to_thread(_verify, stored, password)
     return Identity(username, role) if valid and role else None

@@ -39,11 +39,12 @@ class FrontierView:
         """Leases past their time, which the frontier hands out again on its next pop."""
         return sum(self.client.zcount(self.frontier(crawl).key("leases"), "-inf", now) for crawl in self.crawls())
 
-    def urls(self, offset: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
-        """Queued URLs, crawl by crawl, domain by domain, priority first; and whether more follow."""
+    def urls(self, offset: int, limit: int, only: str | None = None) -> tuple[list[dict[str, Any]], bool]:
+        """Queued URLs, crawl by crawl (or of the crawl ``only``), domain by domain, priority
+        first; and whether more follow."""
         found: list[dict[str, Any]] = []
         skip = offset
-        for crawl in self.crawls():
+        for crawl in self.crawls() if only is None else [only]:
             frontier = self.frontier(crawl)
             for domain in sorted(d.decode() for d in self.client.smembers(frontier.key("domains"))):
                 for priority in self.client.zrange(frontier.key("qp", domain), 0, -1):

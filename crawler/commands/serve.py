@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import argparse
 
-from aiohttp import web
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.api.app import build_app
 from crawler.api.config import ServeConfig
 
 
@@ -33,6 +31,11 @@ class Command(ScrapyCommand):
             config = ServeConfig.from_settings(self.settings, opts.bind)
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
+        # Imported here: Scrapy imports every command of the project, and a crawl needs no web server.
+        from aiohttp import web
+
+        from crawler.api.app import build_app
+
         app = build_app(config, self.settings)
         web.run_app(
             app, host=config.host, port=config.port, access_log=None,

@@ -15,8 +15,8 @@ from crawler.shared.link import REDIS_ERRORS
 
 async def frontier_stats(crawler: Crawler, limiter: DomainLimiter) -> dict[str, Any]:
     if isinstance(limiter, SharedDomainLimiter):
-        if not limiter.link.available:
-            return {}  # Redis away: the link says so in the log
+        if not limiter.link.available or limiter.link.closed:
+            return {}  # Redis away (the link says so in the log), or the scheduler closed
         try:
             sizes = await limiter.link.run(lambda _: limiter.frontier.sizes())  # on the Redis thread
         except REDIS_ERRORS:

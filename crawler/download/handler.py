@@ -3,6 +3,9 @@
 - the response's header section bounded (``CRAWLER_MAX_HEADER_BYTES``, ``CRAWLER_MAX_HEADERS``);
 - a connection the guarded resolver refused reported as ``BlockedByPolicy`` with its reason,
   not as a failed lookup to retry;
+- a request whose domain was blocked (a 429) after the frontier handed it out held until the
+  block ends: it may have been waiting in Scrapy's downloader or a middleware when the answer
+  that blocked the domain arrived;
 - each request stamped when its bytes left (``crawler.download.departures``): the departure
   time (``request_sent_at``) and the delay in force (``delay_in_force``) go into its meta and
   the domain limiter is told (``sent``), so a domain's next request counts from then.
@@ -10,6 +13,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from functools import partial
 
@@ -45,6 +49,9 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
         self._pool = pool
 
     async def download_request(self, request: Request) -> Response:
+        domain = request.meta.get(DOMAIN)
+        if domain is not None:
+            await self._blocked_time_passed(domain)
         try:
             return await self._download(request)
         except CannotResolveHostError:
@@ -57,6 +64,12 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
             if guard is not None and guard.seeded(request):  # a seed of another process
                 return await self._download(request)
             raise refuse(self._crawler.stats, request, refusal) from None
+
+    async def _blocked_time_passed(self, domain: str) -> None:
+        limiter = limiter_for(self._crawler)
+        while (wait := limiter.state(domain).blocked_until - limiter.clock()) > 0:
+            self._crawler.stats.inc_value("limiter/held_for_block_count")
+            await asyncio.sleep(wait)
 
     async def _download(self, request: Request) -> Response:
         self._pool.sending = request

@@ -85,7 +85,7 @@ class LimiterMiddleware:
             if reservation is not None:
                 self.limiter.unreserve(domain, reservation)
             return response
-        self._finish(request, domain, holder)
+        self._settle_departure(request, domain)
         failed = response.status >= 500 or response.status in CIRCUIT_STATUSES
         if failed:
             self._failed(domain, f"HTTP {response.status}")
@@ -99,6 +99,9 @@ class LimiterMiddleware:
             outcome = self.limiter.success(domain, request.meta.get("download_latency"))
             if outcome.pacing_changed:
                 self._changed(domain, outcome, "success")
+        # The slot is given back last: in a shared crawl, the block reaches Redis before the
+        # release, so no process is handed the domain's next request in between.
+        self.limiter.finish(domain, holder)
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> None:
@@ -113,17 +116,17 @@ class LimiterMiddleware:
             if reservation is not None:
                 self.limiter.unreserve(domain, reservation)
         else:
-            self._finish(request, domain, holder)
+            self._settle_departure(request, domain)
             if not is_final(exception):
                 self._failed(domain, type(exception).__name__)
+            self.limiter.finish(domain, holder)
 
-    def _finish(self, request: Request, domain: str, holder: str) -> None:
+    def _settle_departure(self, request: Request, domain: str) -> None:
         if DELAY_IN_FORCE not in request.meta:
             # Its departure went unnoticed (another handler, a connection that failed before
             # the write): count from now, never earlier.
             self.stats.inc_value("limiter/unstamped_count")
             request.meta[DELAY_IN_FORCE] = self.limiter.sent(domain)
-        self.limiter.finish(domain, holder)
 
     def _failed(self, domain: str, cause: str) -> None:
         if self.limiter.failure(domain):

@@ -54,6 +54,7 @@ class RedisLink:
         self.retry_seconds = 1.0
         self.stats: Any = None
         self.started = False
+        self.closed = False
         self.outage_since: float | None = None
         self._ops: deque[Op] = deque()
         self._executor: ThreadPoolExecutor | None = None
@@ -107,6 +108,7 @@ class RedisLink:
         return True
 
     def close(self) -> None:
+        self.closed = True
         if self._task is not None:
             self._task.cancel()
         if self._executor is not None:

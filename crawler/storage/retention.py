@@ -94,8 +94,6 @@ async def prune(backend: StorageBackend, policy: RetentionPolicy, now: datetime)
     removed: dict[str, int] = {}
     touched: set[str] = set()
     for step in steps(policy, now):
-        if not await has_table(backend, step.table):  # tables other components add
-            continue
         removed[step.name] = count = await _by_id_ranges(backend, step, policy.batch_size)
         logger.info("Pruned %s: %d rows", step.name, count)
         if count:
@@ -129,10 +127,3 @@ async def _finished_jobs(backend: StorageBackend, cutoff: datetime, batch_size: 
         if count < batch_size:
             return total
 
-
-async def has_table(backend: StorageBackend, table: str) -> bool:
-    if backend.dialect == "sqlite":
-        rows = await backend.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
-    else:
-        rows = await backend.execute("SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = ?", (table,))
-    return bool(rows)

@@ -17,6 +17,7 @@ from crawler.api.services import Services, identity, services
 from crawler.identity import InvalidURL
 
 LIMIT = Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100})
+CRAWL = Param("crawl", {"type": "string", "minLength": 1, "maxLength": 200}, "one shared crawl (Redis only); all of them without it")
 
 
 async def frontier_stats(request: web.Request) -> web.Response:
@@ -31,7 +32,8 @@ async def frontier_urls(request: web.Request) -> web.Response:
     limit = params.integer(request, "limit", 100, 1, 1000)
     offset = params.integer(request, "offset", 0, 0, 10_000_000)
     if found.frontier is not None:
-        urls, more = await asyncio.to_thread(found.frontier.urls, offset, limit)
+        crawl = params.text(request, "crawl", 200)
+        urls, more = await asyncio.to_thread(found.frontier.urls, offset, limit, crawl)
         return web.json_response({"source": "redis", "urls": urls, "next_offset": offset + limit if more else None})
     rows = await found.db.rows(
         "SELECT url, 'inbox', added_at FROM frontier_inbox WHERE taken_at IS NULL "
@@ -124,12 +126,12 @@ async def frontier_clear(request: web.Request) -> web.Response:
 ROUTES = (
     Route("GET", "/api/frontier/stats", frontier_stats, "user", "Frontier size and age (Redis, else what the database holds)"),
     Route("GET", "/api/frontier/urls", frontier_urls, "user", "URLs waiting in the frontier",
-          (LIMIT, Param("offset", {"type": "integer", "minimum": 0, "maximum": 10_000_000, "default": 0}))),
+          (LIMIT, Param("offset", {"type": "integer", "minimum": 0, "maximum": 10_000_000, "default": 0}), CRAWL)),
     Route("POST", "/api/frontier/add", frontier_add, "admin", "Add URLs (the crawl processes take them from the inbox)",
           body=URLS_BODY, statuses=(202, 400)),
     Route("POST", "/api/frontier/seed", frontier_seed, "admin", "Add seed URLs", body=URLS_BODY, tier="seed", statuses=(202, 400)),
     Route("POST", "/api/frontier/recover", frontier_recover, "admin", "Recover URLs taken by processes that died"),
     Route("DELETE", "/api/frontier", frontier_clear, "admin", "Clear the frontier",
-          (Param("crawl", {"type": "string", "minLength": 1, "maxLength": 200}, "a shared crawl whose keys are deleted"),),
+          (Param("crawl", CRAWL.schema, "a shared crawl whose keys are deleted"),),
           statuses=(400, 404)),
 )  # fmt: skip
