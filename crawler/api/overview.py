@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from crawler.api import figures, queries
@@ -46,11 +46,10 @@ class Overview:
 async def gather(found: Services) -> Overview:
     moment = utc_now()
     now = moment.timestamp()
-    workers, samples, domains, frontier, paused = await asyncio.gather(
+    workers, samples, (domains, frontier), paused = await asyncio.gather(
         queries.workers(found.db),
         queries.samples(found.db, moment - timedelta(minutes=WINDOW_MINUTES)),
-        queries.domain_totals(found.db, moment),
-        frontier_summary(found),
+        domains_and_frontier(found, moment),
         found.db.scalar("SELECT paused FROM domain_controls WHERE domain = '*'"),
     )
     timeout = found.config.heartbeat_timeout
@@ -68,19 +67,35 @@ async def gather(found: Services) -> Overview:
     return Overview(now, workers, totals, per_minute, figures.alerts(per_minute, stale, timeout), frontier, domains, bool(paused))
 
 
-async def frontier_summary(found: Services) -> dict[str, Any]:
+async def domains_and_frontier(found: Services, moment: datetime) -> tuple[dict[str, int], dict[str, Any]]:
+    """The domain totals, then the frontier with their sum of queue snapshots: one scan of
+    ``domain_state`` rather than two."""
+    domains = await queries.domain_totals(found.db, moment)
+    return domains, await frontier_summary(found, queued_snapshot=domains["queued"])
+
+
+_INBOX_AND_SKIPPED = (
+    "SELECT COUNT(*), MIN(added_at), (SELECT COUNT(*) FROM pages WHERE status = 'skipped'){snapshots} "
+    "FROM frontier_inbox WHERE taken_at IS NULL"
+)
+_SNAPSHOTS_QUEUED = ", (SELECT COALESCE(SUM(queued), 0) FROM domain_state)"
+
+
+async def frontier_summary(found: Services, queued_snapshot: int | None = None) -> dict[str, Any]:
     """Without Redis, what the database holds: URLs seeded through the API and not yet taken,
-    the crawl processes' own queue snapshots, and rows of URLs a job left unfetched."""
-    pending, oldest, queued_snapshot, skipped = (await found.db.raw(  # one round trip
-        "SELECT COUNT(*), MIN(added_at), (SELECT COALESCE(SUM(queued), 0) FROM domain_state), "
-        "(SELECT COUNT(*) FROM pages WHERE status = 'skipped') FROM frontier_inbox WHERE taken_at IS NULL"
+    the crawl processes' own queue snapshots (summed here unless ``queued_snapshot`` is
+    given), and rows of URLs a job left unfetched."""
+    row = (await found.db.raw(  # one round trip
+        _INBOX_AND_SKIPPED.format(snapshots=_SNAPSHOTS_QUEUED if queued_snapshot is None else "")
     ))[0]  # fmt: skip
+    pending, oldest, skipped = row[:3]
+    queued = row[3] if queued_snapshot is None else queued_snapshot
     oldest_at = epoch(oldest)
     summary: dict[str, Any] = {
         "source": "database",
         "inbox_pending": int(pending),
         "inbox_oldest_age": None if oldest_at is None else round(utc_now().timestamp() - oldest_at, 3),
-        "queued": int(queued_snapshot or 0),
+        "queued": int(queued or 0),
         "skipped_rows": int(skipped or 0),
     }
     if found.frontier is not None:
