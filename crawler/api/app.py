@@ -7,6 +7,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from scrapy.settings import BaseSettings
 
 from crawler.api.auth import ANONYMOUS, COOKIE, Identity
@@ -75,7 +76,23 @@ def guarded(route: Route) -> Handler:
     return handler
 
 
+class MalformedRequestsInOneLine(logging.Filter):
+    """A request that is not valid HTTP is answered 400 by aiohttp, which logs it as an error
+    with a traceback; it is the client's fault, so one line without the traceback says it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            record.msg, record.args = f"{record.getMessage()}: answered 400: {error.message.strip()}", ()
+            record.exc_info, record.exc_text, record.levelno, record.levelname = None, None, logging.INFO, "INFO"
+        return True
+
+
+_MALFORMED_IN_ONE_LINE = MalformedRequestsInOneLine()
+
+
 def build_app(config: ServeConfig, settings: BaseSettings, routes: Iterable[Route] = ROUTES) -> web.Application:
+    logging.getLogger("aiohttp.server").addFilter(_MALFORMED_IN_ONE_LINE)  # once, however many apps
     app = web.Application(middlewares=[json_errors, caller], client_max_size=1024 * 1024)
     routes = tuple(routes)
     for route in routes:
