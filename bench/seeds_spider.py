@@ -5,9 +5,10 @@ early fill the page budget before later seeds are scheduled)."""
 
 from __future__ import annotations
 
+from crawler import settings
 from crawler.spiders.links import LinksSpider
 
-SPIDER_MODULES = "crawler.spiders,bench.seeds_spider"
+SPIDER_MODULES = ",".join([*settings.SPIDER_MODULES, __name__])
 """The ``SPIDER_MODULES`` setting that adds this spider to the project's."""
 
 
