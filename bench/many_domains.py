@@ -2,12 +2,15 @@
 politeness (1 s per domain, robots.txt, the limiter) and with pacing off, on nginx serving the
 Python documentation gzip-compressed on many loopback hosts (``bench/realweb.py``).
 
-    .venv/bin/python -m bench.many_domains [--hosts 1000] [--pages 3000] [--runs 3]
+    .venv/bin/python -m bench.many_domains [--hosts 1000] [--pages 3000] [--runs 3] [--profile DIR]
 
 Each host is given the same number of pages as seeds (a rotation through the corpus, the same
-in both crawls) and nothing else is followed. CPU is the crawl process's own (user + system).
+in both crawls) and nothing else is followed (``bench/seeds_spider.py``), so both crawls fetch
+exactly the same pages: with the links spider, links found early filled the page budget before
+later seeds were scheduled, and which ones depended on the pacing. CPU is the crawl process's own (user + system).
 Prints every run, then medians of ``--runs``: CPU ms per page paced and unpaced, their ratio,
-and the wall time of the paced crawl.
+and the wall time of the paced crawl. ``--profile DIR`` also writes a cProfile of every crawl
+there (Scrapy's ``--profile``), to compare where the two modes spend their time.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 
 from bench.crawl_speed import ROOT, Run, measure
 from bench.realweb import RealWeb
+from bench.seeds_spider import SPIDER_MODULES, SeedsSpider
 
 MODES = {"paced": {}, "unpaced": {"CRAWLER_LIMITER_ENABLED": "False"}}
 
@@ -32,12 +36,12 @@ def seeds(web: RealWeb, pages: int) -> list[str]:
     return urls[:pages]
 
 
-def crawl(mode: str, urls: list[str], folder: Path, timeout: float) -> Run:
+def crawl(mode: str, urls: list[str], folder: Path, timeout: float, profile: Path | None = None) -> Run:
     seeds_file = folder / "seeds.txt"
     seeds_file.write_text("\n".join(urls) + "\n")
     database = folder / f"{mode}-{time.monotonic_ns()}.db"
-    command = [sys.executable, "-m", "scrapy", "crawl", "links", "-a", f"seeds_file={seeds_file}",
-               "-s", f"CRAWLER_MAX_PAGES={len(urls)}", "-s", f"CLOSESPIDER_TIMEOUT={timeout:g}",
+    command = [sys.executable, "-m", "scrapy", "crawl", SeedsSpider.name, *(["--profile", str(profile)] if profile else []),
+               "-a", f"seeds_file={seeds_file}", "-s", f"SPIDER_MODULES={SPIDER_MODULES}", "-s", f"CLOSESPIDER_TIMEOUT={timeout:g}",
                "-s", f"DATABASE_URL=sqlite:///{database}", "-s", "LOG_LEVEL=WARNING"]  # fmt: skip
     for name, value in MODES[mode].items():
         command += ["-s", f"{name}={value}"]
@@ -57,13 +61,19 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=3000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=900.0, help="time budget of one crawl")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of every crawl into this folder")
     args = parser.parse_args()
+    if args.pages < args.hosts:
+        parser.error("--pages must be at least --hosts: every host is given seeds")
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
     runs: list[Run] = []
     with RealWeb(args.hosts, crawl_delay=None) as web, tempfile.TemporaryDirectory() as tmp:
         urls = seeds(web, args.pages)
         for n in range(args.runs):
             for mode in MODES:  # alternated, so that the machine's load falls on both alike
-                run = crawl(mode, urls, Path(tmp), args.timeout)
+                profile = args.profile / f"{mode}-{n + 1}.prof" if args.profile else None
+                run = crawl(mode, urls, Path(tmp), args.timeout, profile)
                 runs.append(run)
                 print(f"run {n + 1} {mode:8} {run.pages:6d} pages  {run.wall:7.1f} s  {run.cpu:7.1f} s CPU  {run.cpu_ms_per_page:6.2f} ms/page", flush=True)
 

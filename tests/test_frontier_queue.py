@@ -159,6 +159,53 @@ def test_a_pop_looks_only_at_domains_whose_time_has_come(clock: FakeClock) -> No
     assert len(queue) == 0
 
 
+class FetchedRobots:
+    """The robots middleware as the queue sees it: a fetch runs until ``arrive``, which tells
+    the limiter as the middleware does (the fetch's slot finished, the rules' delay set)."""
+
+    def __init__(self, limiter: DomainLimiter):
+        self.limiter = limiter
+        self.fetched: set[str] = set()
+        self.arrived: set[str] = set()
+
+    def ready(self, domain: str) -> bool:
+        return domain in self.arrived
+
+    def fetching(self, domain: str) -> bool:
+        return domain in self.fetched - self.arrived
+
+    def fetch(self, domain: str, scheme: str, reservation: float) -> None:
+        self.fetched.add(domain)
+
+    def arrive(self, domain: str) -> None:
+        self.arrived.add(domain)
+        self.limiter.finish(domain)
+        self.limiter.set_robots_delay(domain, None)
+
+
+def test_a_domain_fetching_its_robots_txt_is_not_looked_at_until_the_rules_arrive(clock: FakeClock, monkeypatch) -> None:
+    queue, limiter = _queue(clock)
+    robots = FetchedRobots(limiter)
+    monkeypatch.setattr("crawler.frontier.queue.robots_for", lambda crawler: robots)
+    domains = [f"site{n}.example" for n in range(1_000)]
+    for domain in domains:
+        queue.push(Request(f"http://{domain}/1"))
+    assert queue.pop() is None and robots.fetched == set(domains)
+    for domain in domains:
+        limiter.sent(domain)  # each robots.txt request left: the domain's next slot is a delay away
+    limiter.consulted = 0
+    for _ in range(60):
+        clock.now += 1.0
+        assert queue.pop() is None
+    assert limiter.consulted == len(domains)  # once each, when its slot came, and not every second since
+    sent = clock.now
+    for domain in domains:
+        robots.arrive(domain)
+    assert _urls(queue) == []  # a delay after the robots.txt request, counted from its answer
+    clock.now += 1.0
+    assert len(_urls(queue)) == len(domains) and limiter.ready_at(domains[0]) == sent + 2.0
+
+
 def test_the_queue_evicts_the_state_of_idle_domains_with_nothing_queued(clock: FakeClock) -> None:
     limiter = DomainLimiter(Policy(PolicyConfig(default_delay=1.0)), clock)
     crawler = get_crawler(Spider, {"CRAWLER_DOMAIN_IDLE_SECONDS": 600.0})

@@ -13,7 +13,9 @@ Domains are indexed, so a pop looks only at domains whose time has come, whateve
 of domains queued: each domain with queued requests has one live entry, either among the ready
 (ordered by priority, then the domain served longest ago) or on the timeline (ordered by when
 it may start). The limiter says when a domain may be ready sooner than its time (a slot
-finished or given back, a block cleared, robots.txt arrived).
+finished or given back, a block cleared, robots.txt arrived). A domain whose robots.txt this
+process is fetching is on neither: only the arrival of the rules brings it back, so a crawl that
+opens thousands of domains at once does not look at each of them every second meanwhile.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ SWEEP_SECONDS = 60.0
 """How often at most the states of idle domains are looked for and evicted."""
 
 RECHECK_SECONDS = 1.0
-"""When a domain that waits for a free slot or its robots.txt is looked at again unless told
-sooner (in a shared crawl, other processes free slots without telling this one)."""
+"""When a domain that waits for a free slot, or for a robots.txt it could not start fetching, is
+looked at again unless told sooner (in a shared crawl, other processes free slots without
+telling this one)."""
 
 
 class PolitePriorityQueue:
@@ -153,7 +156,10 @@ class PolitePriorityQueue:
                 reservation = self.limiter.try_start(domain, robots_holder(domain))
                 if reservation is not None:
                     robots.fetch(domain, self._schemes.get(domain, "http"), reservation)
-            self._mark_waiting(domain, now + RECHECK_SECONDS)
+            if robots.fetching(domain):
+                self._wait_to_be_told(domain)  # the rules reach the limiter, which tells this queue
+            else:  # another process of a shared crawl took the slot first
+                self._mark_waiting(domain, now + RECHECK_SECONDS)
             return None
         holder = f"{self._holder_prefix}:{next(self._order)}"
         reservation = self.limiter.try_start(domain, holder)
@@ -188,6 +194,10 @@ class PolitePriorityQueue:
         finishes (which the limiter tells)."""
         ready_at = self.limiter.ready_at(domain)
         self._mark_waiting(domain, ready_at if ready_at > now else now + RECHECK_SECONDS)
+
+    def _wait_to_be_told(self, domain: str) -> None:
+        """On neither index until the limiter says the domain may be ready (``_may_be_ready``)."""
+        self._entry[domain] = next(self._order)  # an entry no index holds: the older ones are void
 
     def _mark_ready(self, domain: str) -> None:
         entry = self._entry[domain] = next(self._order)
