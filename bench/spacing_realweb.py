@@ -49,7 +49,7 @@ def crawl(urls: list[str], seconds: float, folder: Path, processes: int, **setti
         _run_all([command] * processes, ROOT, {**os.environ, "PYTHONPATH": str(ROOT)})
     finally:
         if processes > 1:
-            _clear_redis(f"crawler:{crawl_id}:*")
+            _clear_redis(f"crawler:{{{crawl_id}}}:*")
     return time.monotonic() - started
 
 
