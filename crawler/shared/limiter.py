@@ -40,8 +40,9 @@ T = TypeVar("T")
 _SLOT_FIELDS = ("next", "prev", "last")
 _SLOT_ATTRIBUTES = ("next_start", "previous_next_start", "last_start")
 # The frontier script holds a paced domain's slot until its request left (``pending``): the
-# policy's own wait for that (``unsent_until``) is for the limiter of one process.
-_TRANSIENT = frozenset({*_SLOT_ATTRIBUTES, "inflight", "unsent_until"})
+# policy's own wait for that (``unsent_until``) and its departure time (``last_sent``, for the
+# hand-out ahead of a slot) are for the limiter of one process.
+_TRANSIENT = frozenset({*_SLOT_ATTRIBUTES, "inflight", "unsent_until", "last_sent"})
 # A paused domain is held until an operator resumes it; a finite time, as the frontier script
 # compares numbers (year 33658).
 _PAUSED_HOLD = 1e12
