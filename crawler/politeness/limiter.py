@@ -181,8 +181,8 @@ def limiter_for(crawler: Crawler) -> DomainLimiter:
         services = shared_services(crawler)
         config = policy_config(crawler.settings)
         if services is not None:
-            # The frontier script hands a slot out only when its time has come; the lead is
-            # for this process's own queue, which alone knows when the last request left.
+            # The frontier script applies the lead: it alone knows when the last request of
+            # any process left, which this process's copy of a domain's state does not.
             config = replace(config, handout_lead=0.0)
         policy = Policy(config)
         limiter = _limiters[crawler] = (
