@@ -59,6 +59,18 @@ def test_with_a_lead_a_request_is_handed_out_before_its_slot_with_the_time_it_ma
     assert second.reservation == f"{1_001.0 + 10:.6f}"  # held from the slot until it leaves
 
 
+def test_the_next_slot_counts_from_when_the_request_left_not_from_when_redis_heard_of_it(
+    frontier: SharedFrontier, clock: FakeClock
+) -> None:
+    for n in range(2):
+        _push(frontier, f"http://a/{n}")
+    assert frontier.pop().kind == "request"
+    clock.now += 0.3
+    frontier.sent("a", ago=0.1)  # it left 0.1 s before the worker's report reached Redis
+    waiting = frontier.pop()
+    assert waiting.kind == "none" and waiting.next_ready == pytest.approx(1_001.2)
+
+
 def test_a_lead_does_not_hand_out_ahead_of_a_block_or_a_full_concurrency(
     redis_client: redis.Redis, crawl_name: str, clock: FakeClock
 ) -> None:

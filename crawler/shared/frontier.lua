@@ -312,14 +312,17 @@ elseif op == 'rehold' then
   return 1
 
 elseif op == 'sent' then
-  -- ARGV[8]: domain. The holder of the last slot leaves now: the next slot counts from now.
+  -- ARGV[8]: domain; ARGV[9]: seconds since it left (none: now), as the worker measured them
+  -- until it sent this call, so never more than really passed. The holder of the last slot
+  -- left then: the next slot counts from then.
   local d = ARGV[8]
   local k = dkey(d)
   local f = redis.call('HMGET', k, 'next', 'delay', 'pending')
   local delay = num(f[2], default_delay)
-  local next = now + delay
+  local left = now - math.max(0, num(ARGV[9], 0))
+  local next = left + delay
   if f[1] ~= f[3] then next = math.max(num(f[1], 0), next) end  -- else: the hold until it left ends
-  redis.call('HSET', k, 'next', fmt(next), 'last', fmt(now))
+  redis.call('HSET', k, 'next', fmt(next), 'last', fmt(left))
   redis.call('HDEL', k, 'pending')
   refresh(d)
   return fmt(delay)  -- the delay in force, as text (Redis would cut a number to an integer)

@@ -174,10 +174,10 @@ class SharedFrontier:
         answer = self.call("try_reserve", domain, holder)
         return as_text(answer) if answer else None
 
-    def sent(self, domain: str) -> float:
-        """The domain's slot counts from now (its hold until the request left ends); returns
-        the delay in force."""
-        return float(as_text(self.call("sent", domain)))
+    def sent(self, domain: str, ago: float = 0.0) -> float:
+        """The domain's slot counts from ``ago`` seconds before now, when its request left (its
+        hold until the request left ends); returns the delay in force."""
+        return float(as_text(self.call("sent", domain, repr(ago))))
 
     def unreserve(self, domain: str, reservation: str) -> None:
         self.call("unreserve", domain, reservation)
