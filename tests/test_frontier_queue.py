@@ -90,6 +90,20 @@ def test_a_domain_waits_for_its_request_to_leave_and_is_woken_when_it_does(clock
     assert _urls(queue) == ["http://a.example/2"]
 
 
+def test_with_a_lead_the_next_request_is_handed_out_before_its_slot(clock: FakeClock) -> None:
+    queue, limiter = _queue(clock, handout_lead=0.25)
+    for n in (1, 2):
+        queue.push(Request(f"http://a.example/{n}"))
+    assert queue.pop() is not None
+    limiter.sent("a.example")
+    clock.now += 0.7
+    assert queue.pop() is None
+    clock.now += 0.05
+    request = queue.pop()
+    assert request is not None and request.url == "http://a.example/2"
+    assert limiter.departure_at("a.example") == pytest.approx(clock.now + 0.25)  # where the handler holds it
+
+
 def test_a_slot_given_back_makes_the_domain_ready_at_once(clock: FakeClock) -> None:
     queue, limiter = _queue(clock)
     queue.push(Request("http://a.example/1"))

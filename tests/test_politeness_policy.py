@@ -516,6 +516,42 @@ def test_a_domain_waits_until_its_last_request_has_left() -> None:
     assert not policy.can_start(state, 12.499) and policy.can_start(state, 12.5)
 
 
+def test_the_next_request_is_handed_out_ahead_of_its_slot_and_leaves_on_it() -> None:
+    policy = _policy(default_delay=1.0, handout_lead=0.25)
+    state = DomainState()
+    policy.start(state, 10.0)
+    policy.sent(state, 10.1)
+    assert policy.ready_at(state) == pytest.approx(10.85)
+    assert not policy.can_start(state, 10.84) and policy.can_start(state, 10.85)
+    reservation = policy.start(state, 10.85)  # the slot is at 11.1, not at the hand-out
+    assert reservation == pytest.approx(12.1) and state.last_start == pytest.approx(11.1)
+    assert policy.departure_at(state) == pytest.approx(11.1)
+    assert not policy.can_start(state, 11.5)  # one ahead at a time: the next waits until it left
+
+
+def test_a_request_handed_out_ahead_leaves_a_delay_after_the_last_really_left() -> None:
+    # Its predecessor reached the network late: the hand-out counted from the slot, the
+    # departure from the predecessor's real one, with the delay in force when it goes.
+    policy = _policy(default_delay=1.0, handout_lead=0.25)
+    state = DomainState()
+    policy.start(state, 10.0)
+    policy.sent(state, 10.4)
+    assert policy.departure_at(state) == pytest.approx(11.4)
+    state.robots_delay = 2.0
+    assert policy.departure_at(state) == pytest.approx(12.4)
+    policy.on_blocked(state, 12.0, retry_after=5.0)
+    assert policy.departure_at(state) == pytest.approx(17.0)
+
+
+def test_nothing_waits_to_leave_without_a_delay_or_before_the_first_departure() -> None:
+    assert _policy(default_delay=1.0).departure_at(DomainState()) == 0.0
+    policy = _policy(default_delay=0.0, handout_lead=0.25)
+    state = DomainState()
+    policy.start(state, 10.0)
+    policy.sent(state, 10.0)
+    assert policy.departure_at(state) == 10.0 and policy.can_start(state, 10.0)
+
+
 def test_a_request_that_never_leaves_holds_its_domain_only_until_the_send_timeout() -> None:
     policy = _policy(default_delay=1.0, send_timeout=30.0)
     state = DomainState()

@@ -41,6 +41,52 @@ def _popped_url(frontier: SharedFrontier) -> str | None:
     return popped.request.partition("\t")[0]
 
 
+def test_with_a_lead_a_request_is_handed_out_before_its_slot_with_the_time_it_may_leave(
+    frontier: SharedFrontier, clock: FakeClock
+) -> None:
+    for n in range(2):
+        _push(frontier, f"http://a/{n}")
+    first = frontier.pop(lead=0.25)
+    assert first.kind == "request" and first.leave_in == 0.0
+    assert frontier.pop(lead=0.25).kind == "none"  # its request has not left: no slot is known
+    frontier.sent("a")
+    clock.now += 0.7
+    waiting = frontier.pop(lead=0.25)
+    assert waiting.kind == "none" and waiting.next_ready == pytest.approx(1_000.75)
+    clock.now += 0.05
+    second = frontier.pop(lead=0.25)
+    assert second.kind == "request" and second.leave_in == pytest.approx(0.25)
+    assert second.reservation == f"{1_001.0 + 10:.6f}"  # held from the slot until it leaves
+
+
+def test_the_next_slot_counts_from_when_the_request_left_not_from_when_redis_heard_of_it(
+    frontier: SharedFrontier, clock: FakeClock
+) -> None:
+    for n in range(2):
+        _push(frontier, f"http://a/{n}")
+    assert frontier.pop().kind == "request"
+    clock.now += 0.3
+    frontier.sent("a", ago=0.1)  # it left 0.1 s before the worker's report reached Redis
+    waiting = frontier.pop()
+    assert waiting.kind == "none" and waiting.next_ready == pytest.approx(1_001.2)
+
+
+def test_a_lead_does_not_hand_out_ahead_of_a_block_or_a_full_concurrency(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    frontier = _frontier(redis_client, crawl_name, clock, default_delay=0.0, default_concurrency=1)
+    for n in range(2):
+        _push(frontier, f"http://a/{n}")
+    assert frontier.pop(lead=0.25).kind == "request"
+    clock.now += 29.8  # within the lead of the lease's end, which frees the one slot
+    waiting = frontier.pop(lead=0.25)
+    assert waiting.kind == "none" and waiting.next_ready == pytest.approx(1_030.0)
+    frontier.update("a", {"hold": repr(1_040.0)})  # blocked (a 429) until then
+    clock.now += 10.0
+    waiting = frontier.pop(lead=0.25)
+    assert waiting.kind == "none" and waiting.next_ready == pytest.approx(1_040.0)
+
+
 def test_highest_priority_first_then_first_in_first_out(frontier: SharedFrontier, clock: FakeClock) -> None:
     for url, priority in [("http://a/1", 100), ("http://a/2", 300), ("http://a/3", 100), ("http://a/4", 300)]:
         _push(frontier, url, priority)

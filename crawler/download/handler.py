@@ -3,9 +3,10 @@
 - the response's header section bounded (``CRAWLER_MAX_HEADER_BYTES``, ``CRAWLER_MAX_HEADERS``);
 - a connection the guarded resolver refused reported as ``BlockedByPolicy`` with its reason,
   not as a failed lookup to retry;
-- a request whose domain was blocked (a 429) after the frontier handed it out held until the
-  block ends: it may have been waiting in Scrapy's downloader or a middleware when the answer
-  that blocked the domain arrived;
+- a request held until its domain's delay has passed since the last one left, or until the
+  time the shared frontier gave it (``CRAWLER_HANDOUT_LEAD_SECONDS``: the frontier hands it
+  out ahead of its slot), and until a block (a 429) ends: it may have been waiting in
+  Scrapy's downloader or a middleware when the answer that blocked the domain arrived;
 - each request stamped when its bytes left (``crawler.download.departures``): the departure
   time (``request_sent_at``) and the delay in force (``delay_in_force``) go into its meta and
   the domain limiter is told (``sent``), so a domain's next request counts from then.
@@ -26,7 +27,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.download.departures import SentReportingPool
 from crawler.download.headers import BoundedHTTP11ClientFactory, HeaderLimits
-from crawler.frontier.meta import DELAY_IN_FORCE, DOMAIN, SENT_AT
+from crawler.frontier.meta import DELAY_IN_FORCE, DOMAIN, LEAVE_AT, SENT_AT
 from crawler.guard.blocked import refuse
 from crawler.guard.resolver import installed_resolver
 from crawler.middlewares.address_guard import AddressGuardMiddleware
@@ -51,7 +52,7 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
     async def download_request(self, request: Request) -> Response:
         domain = request.meta.get(DOMAIN)
         if domain is not None:
-            await self._blocked_time_passed(domain)
+            await self._departure_time_came(domain, request.meta.get(LEAVE_AT, 0.0))
         try:
             return await self._download(request)
         except CannotResolveHostError:
@@ -65,10 +66,12 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
                 return await self._download(request)
             raise refuse(self._crawler.stats, request, refusal) from None
 
-    async def _blocked_time_passed(self, domain: str) -> None:
+    async def _departure_time_came(self, domain: str, leave_at: float) -> None:
+        # Asked again after every wait: a block or a longer delay may have come meanwhile.
         limiter = limiter_for(self._crawler)
-        while (wait := limiter.state(domain).blocked_until - limiter.clock()) > 0:
-            self._crawler.stats.inc_value("limiter/held_for_block_count")
+        while (wait := max(leave_at, limiter.departure_at(domain)) - (now := limiter.clock())) > 0:
+            if limiter.state(domain).blocked_until > now:
+                self._crawler.stats.inc_value("limiter/held_for_block_count")
             await asyncio.sleep(wait)
 
     async def _download(self, request: Request) -> Response:

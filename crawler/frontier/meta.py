@@ -16,6 +16,10 @@ RESERVATION = "limiter_reservation"
 HOLDER = "limiter_holder"
 """Who holds one of the domain's concurrent slots: the request's lease key, or ``robots_holder``."""
 
+LEAVE_AT = "limiter_leave_at"
+"""Unix time before which a request handed out ahead of its slot by the shared frontier may not
+leave (the download handler holds it until then)."""
+
 SENT_AT = "request_sent_at"
 """Unix time at which the request left for the network: when its bytes were sent on the socket
 (``crawler.download.handler``), else when it passed the downloader middlewares; the start of

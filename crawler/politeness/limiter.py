@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Container
+from dataclasses import replace
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -72,6 +73,9 @@ class DomainLimiter:
 
     def ready_at(self, domain: str) -> float:
         return self.policy.ready_at(self.state(domain))
+
+    def departure_at(self, domain: str) -> float:
+        return self.policy.departure_at(self.state(domain))
 
     def can_start(self, domain: str, now: float | None = None) -> bool:
         return self.policy.can_start(self.state(domain), self.clock() if now is None else now)
@@ -159,6 +163,7 @@ def policy_config(settings: BaseSettings) -> PolicyConfig:
         latency_factor=settings.getfloat("CRAWLER_LATENCY_FACTOR"),
         # A request not sent within the download timeout has failed, and its slot is returned.
         send_timeout=settings.getfloat("DOWNLOAD_TIMEOUT"),
+        handout_lead=settings.getfloat("CRAWLER_HANDOUT_LEAD_SECONDS"),
     )
 
 
@@ -169,12 +174,17 @@ def limiter_for(crawler: Crawler) -> DomainLimiter:
     """The crawler's one limiter, created on first use."""
     limiter = _limiters.get(crawler)
     if limiter is None:
-        policy = Policy(policy_config(crawler.settings))
         # Imported here: the shared limiter builds on this module.
         from crawler.shared.connection import shared_services
         from crawler.shared.limiter import SharedDomainLimiter
 
         services = shared_services(crawler)
+        config = policy_config(crawler.settings)
+        if services is not None:
+            # The frontier script applies the lead: it alone knows when the last request of
+            # any process left, which this process's copy of a domain's state does not.
+            config = replace(config, handout_lead=0.0)
+        policy = Policy(config)
         limiter = _limiters[crawler] = (
             DomainLimiter(policy) if services is None else SharedDomainLimiter(policy, services.frontier, services.link)
         )

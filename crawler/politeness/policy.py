@@ -47,6 +47,10 @@ class PolicyConfig:
     send_timeout: float = 30.0
     """How long a reserved slot may wait for its request to leave before the domain stops
     waiting for it (a request that never reaches the network nor comes back)."""
+    handout_lead: float = 0.0
+    """How long before its slot a domain's next request may be handed out. It then waits at the
+    download handler until its time (``departure_at``): its way through the engine and the
+    middlewares, tens of milliseconds on a busy reactor, is no longer added to every delay."""
 
 
 @dataclass(slots=True)
@@ -63,6 +67,8 @@ class DomainState:
     next_start: float = 0.0
     previous_next_start: float = 0.0
     last_start: float | None = None
+    last_sent: float | None = None
+    """When the domain's last request left (``sent``): the next may leave the delay after."""
     unsent_until: float = 0.0
     """While the request of the last slot has not left yet (the domain waits for it), until
     when at most; 0 when nothing is pending."""
@@ -156,8 +162,17 @@ class Policy:
 
     # --- scheduling ------------------------------------------------------------------------
     def ready_at(self, state: DomainState) -> float:
-        """When the domain may start its next request, concurrency allowing."""
-        return max(state.blocked_until, state.next_start, state.circuit_open_until or 0.0, state.unsent_until)
+        """When the domain may be handed its next request, concurrency allowing: the lead
+        before its slot, never while it is blocked or its last request has not left."""
+        slot = state.next_start - self.config.handout_lead
+        return max(state.blocked_until, slot, state.circuit_open_until or 0.0, state.unsent_until)
+
+    def departure_at(self, state: DomainState) -> float:
+        """When a request handed out may leave: the delay in force after the last departure
+        (known only once that request left, so an early hand-out never shortens the spacing),
+        and not while the domain is blocked."""
+        after_last = 0.0 if state.last_sent is None else state.last_sent + self.effective_delay(state)
+        return max(state.blocked_until, after_last)
 
     def can_start(self, state: DomainState, now: float) -> bool:
         if state.paused:
@@ -170,10 +185,12 @@ class Policy:
         return now >= self.ready_at(state) and state.inflight < self.concurrency(state)
 
     def start(self, state: DomainState, now: float) -> float:
-        """Reserve the domain's slot for a request starting now; returns the reservation."""
+        """Reserve the domain's next slot (now, or at its time when handed out ahead of it) for
+        a request; returns the reservation."""
+        slot = max(now, state.next_start)
         state.previous_next_start = state.next_start
-        state.next_start = now + self.effective_delay(state)
-        state.last_start = now
+        state.next_start = slot + self.effective_delay(state)
+        state.last_start = slot
         state.inflight += 1
         delay = self.effective_delay(state)
         if delay > 0:
@@ -185,7 +202,7 @@ class Policy:
         slot counts from now, so that time spent between the frontier and the network (a busy
         reactor, a new connection) never shortens the spacing the site sees."""
         state.next_start = max(state.next_start, now + self.effective_delay(state))
-        state.last_start = now
+        state.last_start = state.last_sent = now
         state.unsent_until = 0.0
 
     def unreserve(self, state: DomainState, reservation: float) -> None:

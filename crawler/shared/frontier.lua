@@ -94,19 +94,21 @@ end
 -- which counts the delay from then, or this long if it never does.
 local SEND_WINDOW = 10
 
--- Take the domain's next slot for a holder starting now; returns the reservation.
+-- Take the domain's next slot for a holder: now, or the slot's own time when it is handed out
+-- ahead of it; returns the reservation and the slot's time.
 local function reserve(d, holder)
   local k = dkey(d)
   local f = redis.call('HMGET', k, 'next', 'delay')
   local delay = num(f[2], default_delay)
-  local reservation = fmt(now + delay)
+  local slot = math.max(now, num(f[1], 0))
+  local reservation = fmt(slot + delay)
   if delay > 0 then
-    reservation = fmt(now + math.max(delay, SEND_WINDOW))
+    reservation = fmt(slot + math.max(delay, SEND_WINDOW))
     redis.call('HSET', k, 'pending', reservation)
   end
-  redis.call('HSET', k, 'prev', f[1] or fmt(0), 'next', reservation, 'last', fmt(now))
+  redis.call('HSET', k, 'prev', f[1] or fmt(0), 'next', reservation, 'last', fmt(slot))
   redis.call('ZADD', inflight_key(d), now + lease_seconds, holder)
-  return reservation
+  return reservation, slot
 end
 
 local function can_start(d)
@@ -149,20 +151,30 @@ local function housekeeping()
   end
 end
 
+-- Whether a domain whose ready time is within the lead may be handed a request now: only its
+-- delay may still be running, not a hold (a block, an open circuit) nor its concurrency.
+local function only_delay_left(d)
+  local f = redis.call('HMGET', dkey(d), 'hold', 'limit')
+  return num(f[1], 0) <= now and holders(d) < num(f[2], default_limit)
+end
+
 -- One request (or robots.txt claim) of a ready domain, appended to ``out``; false if none.
-local function pop_one(out)
-  local candidates = redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'LIMIT', 0, 16)
+-- ``lead``: a request may be handed out this long before its slot, with the time it may leave.
+local function pop_one(out, lead)
+  local candidates = redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now + lead, 'LIMIT', 0, 16)
   for _, d in ipairs(candidates) do
     refresh(d)
     local score = redis.call('ZSCORE', P .. ':ready', d)
-    if score and tonumber(score) <= now then
-      local k = dkey(d)
-      if robots_pending(redis.call('HGET', k, 'robots_until')) then
+    score = score and tonumber(score) or math.huge  -- dropped by refresh: nothing queued
+    local k = dkey(d)
+    local pending_robots = robots_pending(redis.call('HGET', k, 'robots_until'))
+    if score <= now or (score <= now + lead and not pending_robots and only_delay_left(d)) then
+      if pending_robots then
         -- The domain's robots.txt comes first, fetched once for all processes on the domain's slot.
         redis.call('HSET', k, 'robots_claim', fmt(now + lease_seconds))  -- a dead fetcher's claim expires
         local reservation = reserve(d, 'robots:' .. d)
         refresh(d)
-        table.insert(out, {'robots', d, redis.call('HGET', k, 'scheme') or 'http', reservation})
+        table.insert(out, {'robots', d, redis.call('HGET', k, 'scheme') or 'http', reservation, fmt(0)})
         return true
       end
       local prio = redis.call('ZRANGE', prios_key(d), 0, 0)[1]
@@ -172,11 +184,11 @@ local function pop_one(out)
       if request then
         redis.call('DECR', P .. ':queued')
         local key = lease_key(request)
-        local reservation = reserve(d, key)
+        local reservation, slot = reserve(d, key)
         redis.call('ZADD', P .. ':leases', now + lease_seconds, key)
         redis.call('HSET', P .. ':leasedata', key, d .. '\t' .. prio .. '\t' .. request)
         refresh(d)
-        table.insert(out, {'request', d, request, reservation})
+        table.insert(out, {'request', d, request, reservation, fmt(slot - now)})
         return true
       end
       refresh(d)
@@ -185,11 +197,15 @@ local function pop_one(out)
   return false
 end
 
-local function wait_time()
+local function wait_time(lead)
   local times = {}
   for _, name in ipairs({':ready', ':delayed', ':leases'}) do
     local first = redis.call('ZRANGE', P .. name, 0, 0, 'WITHSCORES')
-    if first[2] then table.insert(times, tonumber(first[2])) end
+    local at = tonumber(first[2])
+    if at and name == ':ready' and at - lead > now then
+      at = at - lead  -- handed out ahead; a domain already within its lead was not: its hold, its concurrency
+    end
+    if at then table.insert(times, at) end
   end
   if #times == 0 then return '' end
   return fmt(math.max(0, math.min(unpack(times)) - now))
@@ -217,24 +233,27 @@ if op == 'push' then
   return 1
 
 elseif op == 'pop' then
-  -- ARGV[8]: at most how many. Returns now, then kind/domain/request/reservation four at a
-  -- time (kind ``dead``: a request past the delivery cap, for a row), then the seconds until
-  -- anything may become ready ('' when nothing is queued, delayed or leased) if fewer came.
+  -- ARGV[8]: at most how many; ARGV[9]: the lead (seconds a request may be handed out before its
+  -- slot; none if absent). Returns now, then kind/domain/request/reservation/seconds from now
+  -- until it may leave, five at a time (kind ``dead``: a request past the delivery cap, for a
+  -- row), then the seconds until anything may be handed out ('' when nothing is queued,
+  -- delayed or leased) if fewer came.
   housekeeping()
+  local lead = num(ARGV[9], 0)
   local out = {}
   for _ = 1, tonumber(ARGV[8]) do
-    if not pop_one(out) then break end
+    if not pop_one(out, lead) then break end
   end
   local answer = {fmt(now)}
   for _, data in ipairs(redis.call('LRANGE', P .. ':dead_new', 0, 9)) do
     redis.call('LPOP', P .. ':dead_new')
     local d, _, request = split3(data)
-    for _, part in ipairs({'dead', d, request, ''}) do table.insert(answer, part) end
+    for _, part in ipairs({'dead', d, request, '', fmt(0)}) do table.insert(answer, part) end
   end
   for _, entry in ipairs(out) do
     for _, part in ipairs(entry) do table.insert(answer, part) end
   end
-  if #out < tonumber(ARGV[8]) then table.insert(answer, wait_time()) end
+  if #out < tonumber(ARGV[8]) then table.insert(answer, wait_time(lead)) end
   return answer
 
 elseif op == 'sizes' or op == 'beat' then
@@ -293,14 +312,17 @@ elseif op == 'rehold' then
   return 1
 
 elseif op == 'sent' then
-  -- ARGV[8]: domain. The holder of the last slot leaves now: the next slot counts from now.
+  -- ARGV[8]: domain; ARGV[9]: seconds since it left (none: now), as the worker measured them
+  -- until it sent this call, so never more than really passed. The holder of the last slot
+  -- left then: the next slot counts from then.
   local d = ARGV[8]
   local k = dkey(d)
   local f = redis.call('HMGET', k, 'next', 'delay', 'pending')
   local delay = num(f[2], default_delay)
-  local next = now + delay
+  local left = now - math.max(0, num(ARGV[9], 0))
+  local next = left + delay
   if f[1] ~= f[3] then next = math.max(num(f[1], 0), next) end  -- else: the hold until it left ends
-  redis.call('HSET', k, 'next', fmt(next), 'last', fmt(now))
+  redis.call('HSET', k, 'next', fmt(next), 'last', fmt(left))
   redis.call('HDEL', k, 'pending')
   refresh(d)
   return fmt(delay)  -- the delay in force, as text (Redis would cut a number to an integer)

@@ -40,8 +40,9 @@ T = TypeVar("T")
 _SLOT_FIELDS = ("next", "prev", "last")
 _SLOT_ATTRIBUTES = ("next_start", "previous_next_start", "last_start")
 # The frontier script holds a paced domain's slot until its request left (``pending``): the
-# policy's own wait for that (``unsent_until``) is for the limiter of one process.
-_TRANSIENT = frozenset({*_SLOT_ATTRIBUTES, "inflight", "unsent_until"})
+# policy's own wait for that (``unsent_until``) and its departure time (``last_sent``, for the
+# hand-out ahead of a slot) are for the limiter of one process.
+_TRANSIENT = frozenset({*_SLOT_ATTRIBUTES, "inflight", "unsent_until", "last_sent"})
 # A paused domain is held until an operator resumes it; a finite time, as the frontier script
 # compares numbers (year 33658).
 _PAUSED_HOLD = 1e12
@@ -57,6 +58,8 @@ class SharedDomainLimiter(DomainLimiter):
     def __init__(self, policy: Policy, frontier: SharedFrontier, link: RedisLink | None = None):
         super().__init__(policy, frontier.clock or time.time)
         self.frontier = frontier
+        self._timer = frontier.clock or time.monotonic
+        """Measures time passed: a clock that never jumps (a test's own when it has one)."""
         self.link = link or RedisLink(frontier.client)
         self._grants: dict[str, tuple[str, str]] = {}  # domain -> (holder, reservation) granted, unused
         self._asking: set[str] = set()
@@ -143,10 +146,18 @@ class SharedDomainLimiter(DomainLimiter):
     def sent(self, domain: str) -> float:
         """The request of the domain's slot left now (the download handler saw its bytes leave);
         returns the delay in force, as this process knows it."""
-        # Stamped with the server's time when it arrives, never earlier than the request left.
         delay = super().sent(domain)
+        timer, frontier = self._timer, self.frontier
+        left = timer()
+
+        def send(pipe: Any) -> Any:
+            # Stamped with the server's time when it runs, less the time this process knows
+            # passed since the request left (until the script is sent, before it runs): never
+            # earlier than the departure, and not later by the way to Redis either.
+            return frontier.call("sent", domain, repr(timer() - left), client=pipe)
+
         # The domain's slot was held until now: its next request may be popped once the delay passes.
-        self._op("sent", domain, done=lambda _: self.may_be_ready(domain))
+        self.link.submit(Op(send=send, done=lambda _: self.may_be_ready(domain)))
         return delay
 
     def unreserve(self, domain: str, reservation: Any) -> None:

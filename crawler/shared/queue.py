@@ -1,7 +1,9 @@
 """The domain-aware queue class for scrapy-redis (``SCHEDULER_QUEUE_CLASS``).
 
 Per-domain queues and a ready-time index live in Redis (``SharedFrontier``); a pop hands out
-only a request whose domain is ready, reserving its slot, whichever process asks. A popped
+only a request whose domain is ready, reserving its slot, whichever process asks (or one
+whose slot comes within ``CRAWLER_HANDOUT_LEAD_SECONDS``, with the time it may leave, which the
+download handler waits for). A popped
 request is leased, not removed: it is acknowledged when its row is committed
 (``rows_committed``), its lease is renewed while it is fetched or stored, and it goes back to
 the queue if its lease expires first (a killed worker) or its callback fails, at most
@@ -32,7 +34,7 @@ from scrapy_redis.queue import Base
 from twisted.python.failure import Failure
 
 from crawler.frontier.codec import RequestCodec, UnserializableRequest
-from crawler.frontier.meta import DOMAIN, HOLDER, NOT_BEFORE, RESERVATION, domain_key, robots_holder
+from crawler.frontier.meta import DOMAIN, HOLDER, LEAVE_AT, NOT_BEFORE, RESERVATION, domain_key, robots_holder
 from crawler.frontier.unfetched import record_outcome
 from crawler.frontier.wakeup import EngineWakeup
 from crawler.middlewares.robots import robots_for
@@ -96,6 +98,7 @@ class SharedFrontierQueue(Base):
         )
         self.poll_seconds = settings.getfloat("CRAWLER_REDIS_POLL_SECONDS")
         self.prefetch = max(1, settings.getint("CRAWLER_REDIS_PREFETCH"))
+        self.lead = settings.getfloat("CRAWLER_HANDOUT_LEAD_SECONDS")
         self.renew_seconds = settings.getfloat("CRAWLER_LEASE_SECONDS") / 3
         self.stats = crawler.stats
         self.wakeup = EngineWakeup(crawler)
@@ -177,7 +180,8 @@ class SharedFrontierQueue(Base):
             scope.refresh()  # seeds other processes added: the requests popped may link there
         count = self.prefetch - len(self.at_hand)
         frontier = self.frontier
-        self.link.submit(Op(send=lambda pipe: frontier.call("pop", count, client=pipe), done=self._popped))
+        lead = repr(self.lead)
+        self.link.submit(Op(send=lambda pipe: frontier.call("pop", count, lead, client=pipe), done=self._popped))
 
     def _popped(self, answer: Any) -> None:
         self._popping = False
@@ -193,7 +197,11 @@ class SharedFrontierQueue(Base):
             elif popped.kind == "dead":
                 self._dead_letter(popped)
             elif (request := self._decode(popped.domain, popped.request, popped.reservation)) is not None:
-                request.meta.update({DOMAIN: popped.domain, RESERVATION: popped.reservation, HOLDER: lease_key(request)})
+                # Counted from this process's clock now, after the frontier's ``now``: never early.
+                leave_at = now + popped.leave_in
+                request.meta.update(
+                    {DOMAIN: popped.domain, RESERVATION: popped.reservation, HOLDER: lease_key(request), LEAVE_AT: leave_at}
+                )
                 self.leased.add(lease_key(request))
                 if self.limiter.state(popped.domain).blocked_until > now:
                     self._give_back(popped.domain, [request])  # popped before this process's block reached Redis

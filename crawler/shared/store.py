@@ -39,6 +39,9 @@ class Popped:
     request: str = ""
     """The encoded request, or the scheme for ``robots``."""
     reservation: str = ""
+    leave_in: float = 0.0
+    """For ``request``: seconds after the frontier's ``now`` before it may leave (handed out
+    ahead of its slot)."""
     next_ready: float | None = None
     """For ``none``: the earliest time anything may become ready (a domain, a delayed retry, an expiring lease)."""
 
@@ -132,14 +135,14 @@ class SharedFrontier:
         before, marked seen in the same atomic step. False when it was seen."""
         return bool(self.call(*self.push_arguments(domain, priority, request, not_before, scheme, seen)))
 
-    def pop(self) -> Popped:
-        batch = self.pop_many(1)
+    def pop(self, lead: float = 0.0) -> Popped:
+        batch = self.pop_many(1, lead)
         if batch.popped:
             return batch.popped[0]
         return Popped("none", next_ready=None if batch.wait is None else batch.now + batch.wait)
 
-    def pop_many(self, count: int) -> PopBatch:
-        return parse_pop(self.call("pop", count))
+    def pop_many(self, count: int, lead: float = 0.0) -> PopBatch:
+        return parse_pop(self.call("pop", count, repr(lead)))
 
     def ack(self, keys: Iterable[str]) -> None:
         keys = list(keys)
@@ -171,10 +174,10 @@ class SharedFrontier:
         answer = self.call("try_reserve", domain, holder)
         return as_text(answer) if answer else None
 
-    def sent(self, domain: str) -> float:
-        """The domain's slot counts from now (its hold until the request left ends); returns
-        the delay in force."""
-        return float(as_text(self.call("sent", domain)))
+    def sent(self, domain: str, ago: float = 0.0) -> float:
+        """The domain's slot counts from ``ago`` seconds before now, when its request left (its
+        hold until the request left ends); returns the delay in force."""
+        return float(as_text(self.call("sent", domain, repr(ago))))
 
     def unreserve(self, domain: str, reservation: str) -> None:
         self.call("unreserve", domain, reservation)
@@ -233,10 +236,10 @@ class SharedFrontier:
 def parse_pop(answer: list[Any]) -> PopBatch:
     now = float(answer[0])
     popped = [
-        Popped(*(as_text(part) for part in answer[i : i + 4]))  # type: ignore[arg-type]
-        for i in range(1, len(answer) - 3, 4)
+        Popped(*(as_text(part) for part in answer[i : i + 4]), float(answer[i + 4]))  # type: ignore[arg-type]
+        for i in range(1, len(answer) - 4, 5)
     ]
-    rest = answer[1 + 4 * len(popped) :]
+    rest = answer[1 + 5 * len(popped) :]
     wait = float(rest[0]) if rest and as_text(rest[0]) else None
     return PopBatch(now, popped, wait)
 
