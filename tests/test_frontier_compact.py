@@ -65,15 +65,23 @@ def test_a_request_subclass_keeps_its_class(spider: PageSpider) -> None:
         lambda spider: Request("http://a.example/", meta={"state": object()}),
         lambda spider: Request("http://a.example/", cb_kwargs={"sink": []}, meta={"holder": {1: "int key"}}),
         lambda spider: Request("http://a.example/", callback=lambda response: None),
+        lambda spider: Request("http://a.example/", callback=PageSpider(name="other").parse_page),
         lambda spider: LabelledRequest("http://a.example/", label="seed"),
     ],
-    ids=["object in meta", "non-string key", "lambda callback", "a subclass of the project's"],
+    ids=["object in meta", "non-string key", "lambda callback", "another spider's method", "a subclass of the project's"],
 )
 def test_any_other_request_stays_the_same_object(spider: PageSpider, request_factory) -> None:
     queue = CompactFifoMemoryQueue(spider)
     request = request_factory(spider)
     queue.push(request)
     assert queue.peek() is request and queue.pop() is request
+
+
+def test_a_method_the_spider_has_under_another_name_comes_back_as_it(spider: PageSpider) -> None:
+    spider.handle = spider.parse_page  # an attribute named otherwise than the function
+    queue = CompactFifoMemoryQueue(spider)
+    queue.push(Request("http://a.example/", callback=spider.handle))
+    assert queue.pop().callback == spider.parse_page
 
 
 def test_first_in_first_out_across_kept_and_compacted_requests(spider: PageSpider) -> None:
