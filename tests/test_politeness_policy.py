@@ -516,11 +516,17 @@ def test_a_domain_waits_until_its_last_request_has_left() -> None:
     assert not policy.can_start(state, 12.499) and policy.can_start(state, 12.5)
 
 
-def test_the_next_request_is_handed_out_ahead_of_its_slot_and_leaves_on_it() -> None:
+def _slotted_at_ten_and_sent_at(moment: float) -> tuple[Policy, DomainState]:
+    """A domain at 1 s with a 0.25 s hand-out lead, whose request of the slot at 10.0 left at ``moment``."""
     policy = _policy(default_delay=1.0, handout_lead=0.25)
     state = DomainState()
     policy.start(state, 10.0)
-    policy.sent(state, 10.1)
+    policy.sent(state, moment)
+    return policy, state
+
+
+def test_the_next_request_is_handed_out_ahead_of_its_slot_and_leaves_on_it() -> None:
+    policy, state = _slotted_at_ten_and_sent_at(10.1)
     assert policy.ready_at(state) == pytest.approx(10.85)
     assert not policy.can_start(state, 10.84) and policy.can_start(state, 10.85)
     reservation = policy.start(state, 10.85)  # the slot is at 11.1, not at the hand-out
@@ -532,10 +538,7 @@ def test_the_next_request_is_handed_out_ahead_of_its_slot_and_leaves_on_it() -> 
 def test_a_request_handed_out_ahead_leaves_a_delay_after_the_last_really_left() -> None:
     # Its predecessor reached the network late: the hand-out counted from the slot, the
     # departure from the predecessor's real one, with the delay in force when it goes.
-    policy = _policy(default_delay=1.0, handout_lead=0.25)
-    state = DomainState()
-    policy.start(state, 10.0)
-    policy.sent(state, 10.4)
+    policy, state = _slotted_at_ten_and_sent_at(10.4)
     assert policy.departure_at(state) == pytest.approx(11.4)
     state.robots_delay = 2.0
     assert policy.departure_at(state) == pytest.approx(12.4)

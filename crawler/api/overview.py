@@ -74,28 +74,20 @@ async def domains_and_frontier(found: Services, moment: datetime) -> tuple[dict[
     return domains, await frontier_summary(found, queued_snapshot=domains["queued"])
 
 
-_INBOX_AND_SKIPPED = (
-    "SELECT COUNT(*), MIN(added_at), (SELECT COUNT(*) FROM pages WHERE status = 'skipped'){snapshots} "
-    "FROM frontier_inbox WHERE taken_at IS NULL"
-)
-_SNAPSHOTS_QUEUED = ", (SELECT COALESCE(SUM(queued), 0) FROM domain_state)"
-
-
-async def frontier_summary(found: Services, queued_snapshot: int | None = None) -> dict[str, Any]:
+async def frontier_summary(found: Services, queued_snapshot: int) -> dict[str, Any]:
     """Without Redis, what the database holds: URLs seeded through the API and not yet taken,
-    the crawl processes' own queue snapshots (summed here unless ``queued_snapshot`` is
-    given), and rows of URLs a job left unfetched."""
-    row = (await found.db.raw(  # one round trip
-        _INBOX_AND_SKIPPED.format(snapshots=_SNAPSHOTS_QUEUED if queued_snapshot is None else "")
+    the sum of the crawl processes' own queue snapshots (``queued_snapshot``, from the domain
+    totals), and rows of URLs a job left unfetched."""
+    pending, oldest, skipped = (await found.db.raw(  # one round trip
+        "SELECT COUNT(*), MIN(added_at), (SELECT COUNT(*) FROM pages WHERE status = 'skipped') "
+        "FROM frontier_inbox WHERE taken_at IS NULL"
     ))[0]  # fmt: skip
-    pending, oldest, skipped = row[:3]
-    queued = row[3] if queued_snapshot is None else queued_snapshot
     oldest_at = epoch(oldest)
     summary: dict[str, Any] = {
         "source": "database",
         "inbox_pending": int(pending),
         "inbox_oldest_age": None if oldest_at is None else round(utc_now().timestamp() - oldest_at, 3),
-        "queued": int(queued or 0),
+        "queued": queued_snapshot,
         "skipped_rows": int(skipped or 0),
     }
     if found.frontier is not None:

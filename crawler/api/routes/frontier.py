@@ -11,7 +11,7 @@ from aiohttp import web
 
 from crawler.api import params
 from crawler.api.database import utc_now
-from crawler.api.overview import frontier_summary
+from crawler.api.overview import domains_and_frontier
 from crawler.api.routing import URLS_BODY, Param, Route
 from crawler.api.services import Services, identity, services
 from crawler.identity import InvalidURL
@@ -21,7 +21,8 @@ CRAWL = Param("crawl", {"type": "string", "minLength": 1, "maxLength": 200}, "on
 
 
 async def frontier_stats(request: web.Request) -> web.Response:
-    return web.json_response(await frontier_summary(services(request)))
+    _, frontier = await domains_and_frontier(services(request), utc_now())
+    return web.json_response(frontier)
 
 
 async def frontier_urls(request: web.Request) -> web.Response:
