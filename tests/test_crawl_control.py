@@ -25,7 +25,8 @@ from crawler.control.audit import LoggedRequest as AuditedRequest
 from crawler.control.audit import max_in_flight
 from crawler.shared.store import delete_matching
 from tests.conftest import REDIS_URL, _fresh_database
-from tests.helpers import ROOT, Database, crawl_environment, crawl_keys, start_crawl
+from tests.api_server import migrate
+from tests.helpers import ROOT, Database, crawl_environment, crawl_keys, finish_all, start_crawl
 from tests.testweb import TestWeb
 from tests.testweb.control import LoggedRequest
 
@@ -130,21 +131,31 @@ class OverriddenCrawl:
 @pytest.fixture(scope="module")
 def overridden_crawl(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OverriddenCrawl]:
     """Two shared processes crawling a host overridden to 4 at once and 0.1 s (given as the
-    bare host: it matches any port), where the test settings allow 8 at once and no delay."""
+    bare host: it matches any port), where the test settings allow 8 at once and no delay.
+
+    The crawl is paused by an operator until both processes run: on a loaded machine the
+    second one can take longer to start than the first one takes to crawl the host."""
     web.clear()
     tmp_path = tmp_path_factory.mktemp("overridden")
     crawl_name = f"test-{uuid.uuid4().hex[:12]}"
     settings = {
         "REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl_name, "CRAWLER_IDLE_CLOSE_SECONDS": "1",
         "CRAWLER_DOMAIN_OVERRIDES": json.dumps({web.addresses["overridden"]: {"concurrency": 4, "min_delay": 0.1}}),
+        "CRAWLER_CONTROL_POLL_SECONDS": "0.2", "CRAWLER_HEARTBEAT_SECONDS": "0.2",
     }  # fmt: skip
     with _fresh_database("postgresql", tmp_path) as database:
+        migrate(database)
+        database.query("INSERT INTO domain_controls (domain, paused, updated_by, updated_at) VALUES ('*', TRUE, 'test', ?) RETURNING domain", (_now(),))
+        jobs = [f"overridden-{n}" for n in range(2)]
+        logs = [tmp_path / f"{job}.log" for job in jobs]
+        workers = [start_crawl("links", database, log, url=web.url("overridden"), job_id=job, settings=settings) for job, log in zip(jobs, logs)]
         try:
-            logs = [tmp_path / f"worker-{n}.log" for n in range(2)]
-            workers = [start_crawl("links", database, log, url=web.url("overridden"), settings=settings) for log in logs]
+            _wait_for(lambda: sorted(database.query("SELECT state FROM workers")) == [("paused",), ("paused",)], timeout=120, what="both processes")
+            database.query("DELETE FROM domain_controls WHERE domain = '*' RETURNING domain")
             for worker, log in zip(workers, logs):
                 _finish(worker, log, timeout=120)
         finally:
+            finish_all(workers, logs, timeout=0)  # whatever failed, none outlives the test
             delete_matching(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl_name) + ":*")
         rows = database.query("SELECT url, started_at, ended_at, job_id FROM request_log ORDER BY started_at")
         samples = [json.loads(stats) for (stats,) in database.query("SELECT stats FROM stats_samples")]
