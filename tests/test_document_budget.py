@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Self
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scrapy import signals
 from scrapy.crawler import Crawler
 from selectolax.lexbor import LexborHTMLParser
@@ -61,6 +63,24 @@ def test_nesting_depth_counts_the_elements_that_need_an_end_tag() -> None:
     assert nesting_depth("<b>a</b><b>b</b><i><b>c</b></i>") == 2
     assert nesting_depth("") == 0
     assert abs(nesting_depth("<span>" * 5000, chunk=4096) - 5000) < 10  # a tag cut between chunks is lost
+
+
+_TAGS = ["<div>", "</div>", "<SPAN>", "</span>", "<p>", "</p>", "<br>", "<li>", "x", " "]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_TAGS), max_size=60), st.sampled_from([8, 64]))
+def test_nesting_depth_is_the_deepest_open_element_however_the_document_is_read(parts: list[str], chunk: int) -> None:
+    """Against a tag-by-tag count (stray end tags ignored), read whole and one tag a chunk."""
+    level = deepest = 0
+    for part in parts:
+        if part.lower() in ("<div>", "<span>"):
+            level += 1
+        elif part in ("</div>", "</span>"):
+            level = max(0, level - 1)
+        deepest = max(deepest, level)
+    assert nesting_depth("".join(parts)) == deepest
+    assert nesting_depth("".join(part.ljust(chunk) for part in parts), chunk=chunk) == deepest
 
 
 def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning() -> None:

@@ -74,9 +74,13 @@ def nesting_depth(html: str, chunk: int = 1 << 18) -> int:
         levels = list(accumulate(steps, initial=level))[1:]
         if not levels:
             continue
-        lows = list(accumulate(levels, min, initial=lowest))[1:]
-        deepest = max(deepest, max(map(sub, levels, lows)))
-        level, lowest = levels[-1], lows[-1]
+        if min(levels) >= lowest:  # as in well-formed HTML: each level's depth is its height above the lowest
+            deepest = max(deepest, max(levels) - lowest)
+        else:
+            lows = list(accumulate(levels, min, initial=lowest))[1:]
+            deepest = max(deepest, max(map(sub, levels, lows)))
+            lowest = lows[-1]
+        level = levels[-1]
     return deepest
 
 

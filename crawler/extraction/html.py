@@ -8,7 +8,7 @@ and deduplicated as strings here, so that the spider builds Requests only for ne
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
@@ -18,10 +18,12 @@ from crawler.extraction.robots_directives import NONE, RobotsDirectives, parse_r
 from crawler.identity.resolve import LinkResolver
 
 _INVISIBLE_TAGS = ["script", "style", "noscript", "template", "svg", "head"]
-_BLOCK_TAGS = ",".join(
+_BLOCK_TAGS = frozenset(
     "address article aside blockquote br dd div dl dt fieldset figcaption figure footer form h1 h2 h3 "
     "h4 h5 h6 header hr li main nav ol option p pre section table td th tr ul".split()
 )
+_ANCHOR_TAGS = frozenset(("a", "area"))
+_HEAD_TAGS = frozenset(("title", "meta", "link", "base"))
 _SKIPPED_PREFIXES = ("#", "mailto:", "javascript:", "tel:", "data:", "about:", "ftp:", "sms:", "file:")
 
 
@@ -54,34 +56,94 @@ def extract_page(
     (0: all), as each costs a URL normalisation."""
     tree = LexborHTMLParser(html)
     page = PageData()
-    head = tree.head
-    base = _base_href(tree, url) if head is not None else url
+    found = _Elements.of(tree)
+    base = found.base_href(url) if tree.head is not None else url
     resolve = (resolver or LinkResolver(normalize)).for_base(base)
-    if head is not None:
-        title = tree.css_first("title")
+    if tree.head is not None:
+        title = found.first("title")
         if title is not None:
             page.title = _squash(title.text()) or None
-        page.robots = _meta_robots(tree, user_agents)
-        page.description = _meta_content(tree, "description")
-        canonical = _link_href(tree, "canonical")
+        page.robots = found.meta_robots(user_agents)
+        page.description = found.meta_content("description")
+        canonical = found.link_href("canonical")
         if canonical:
             page.canonical = resolve(canonical)
             if page.canonical is None:
                 page.invalid_links += 1
-    _collect_links(tree, resolve, page, max_links)
-    tree.strip_tags(_INVISIBLE_TAGS)
-    root = tree.body or tree.root
-    page.text = _visible_text(tree, root) if root is not None else ""
+    _collect_links(found.anchors, resolve, page, max_links)
+    page.text = _visible_text(tree, found.blocks)
     page.text_hash = hashlib.sha256(page.text.encode("utf-8")).hexdigest()
     return page
 
 
-def _collect_links(tree: LexborHTMLParser, resolve: Callable[[str], str | None], page: PageData, max_links: int) -> None:
+@dataclass(slots=True)
+class _Elements:
+    """The elements extraction reads, found in one walk over the document: lexbor's CSS
+    matching walks the whole tree once per query, and the seven queries of a page (links,
+    blocks, title, metas, links of the head, base) cost more than its parse."""
+
+    anchors: list[Node] = field(default_factory=list)
+    """``a`` and ``area`` with an ``href``."""
+    blocks: list[Node] = field(default_factory=list)
+    head: list[Node] = field(default_factory=list)
+    """``title``, ``meta``, ``link`` and ``base``, wherever they are."""
+
+    @classmethod
+    def of(cls, tree: LexborHTMLParser) -> _Elements:
+        found = cls()
+        if tree.root is None:
+            return found
+        for node in tree.root.traverse():
+            tag = node.tag
+            if tag in _BLOCK_TAGS:
+                found.blocks.append(node)
+            elif tag in _ANCHOR_TAGS:
+                if node.attrs.get("href") is not None:
+                    found.anchors.append(node)
+            elif tag in _HEAD_TAGS:
+                found.head.append(node)
+        return found
+
+    def first(self, tag: str) -> Node | None:
+        return next((node for node in self.head if node.tag == tag), None)
+
+    def base_href(self, url: str) -> str:
+        base = next((node for node in self.head if node.tag == "base" and node.attrs.get("href") is not None), None)
+        href = (base.attrs.get("href") or "").strip() if base is not None else ""
+        return urljoin(url, href) if href else url
+
+    def _metas(self) -> Iterator[tuple[str, str]]:
+        """``(name, content)`` of the metas that have both, name stripped and lowercase."""
+        for node in self.head:
+            if node.tag == "meta":
+                name, content = node.attrs.get("name"), node.attrs.get("content")
+                if name is not None and content is not None:
+                    yield name.strip().lower(), content
+
+    def meta_robots(self, user_agents: Iterable[str]) -> RobotsDirectives:
+        names = {"robots", *(a.lower() for a in user_agents)}
+        contents = [content for name, content in self._metas() if name in names]
+        return parse_robots_directives(contents) if contents else NONE
+
+    def meta_content(self, name: str) -> str | None:
+        content = next((content for meta, content in self._metas() if meta == name), None)
+        return (_squash(content) or None) if content is not None else None
+
+    def link_href(self, rel: str) -> str | None:
+        for node in self.head:
+            if node.tag == "link":
+                rels, href = node.attrs.get("rel"), node.attrs.get("href")
+                if rels is not None and href is not None and rel in rels.lower().split():
+                    return href.strip() or None
+        return None
+
+
+def _collect_links(anchors: list[Node], resolve: Callable[[str], str | None], page: PageData, max_links: int) -> None:
     seen: dict[str, bool] = {}  # link -> followable
-    for node in tree.css("a[href], area[href]"):
+    for node in anchors:
         if max_links and len(seen) >= max_links:
             break
-        attrs = node.attributes
+        attrs = node.attrs
         href = (attrs.get("href") or "").strip()
         if not href or href.lower().startswith(_SKIPPED_PREFIXES):
             continue
@@ -95,42 +157,15 @@ def _collect_links(tree: LexborHTMLParser, resolve: Callable[[str], str | None],
     page.followable = [link for link, followable in seen.items() if followable]
 
 
-def _base_href(tree: LexborHTMLParser, url: str) -> str:
-    node = tree.css_first("base[href]")
-    href = (node.attributes.get("href") or "").strip() if node is not None else ""
-    return urljoin(url, href) if href else url
-
-
-def _meta_robots(tree: LexborHTMLParser, user_agents: Iterable[str]) -> RobotsDirectives:
-    names = {"robots", *(a.lower() for a in user_agents)}
-    contents = [
-        node.attributes.get("content") or ""
-        for node in tree.css("meta[name][content]")
-        if (node.attributes.get("name") or "").strip().lower() in names
-    ]
-    return parse_robots_directives(contents) if contents else NONE
-
-
-def _meta_content(tree: LexborHTMLParser, name: str) -> str | None:
-    for node in tree.css("meta[name][content]"):
-        if (node.attributes.get("name") or "").strip().lower() == name:
-            return _squash(node.attributes.get("content") or "") or None
-    return None
-
-
-def _link_href(tree: LexborHTMLParser, rel: str) -> str | None:
-    for node in tree.css("link[rel][href]"):
-        if rel in (node.attributes.get("rel") or "").lower().split():
-            return (node.attributes.get("href") or "").strip() or None
-    return None
-
-
-def _visible_text(tree: LexborHTMLParser, root: Node) -> str:
-    # Words are separated at block boundaries only, so "<b>para</b>graph" stays one word.
-    for node in tree.css(_BLOCK_TAGS):
+def _visible_text(tree: LexborHTMLParser, blocks: list[Node]) -> str:
+    # Words are separated at block boundaries only, so "<b>para</b>graph" stays one word. The
+    # separators go in before the invisible parts are removed, with them where they are inside.
+    for node in blocks:
         node.insert_before(" ")
         node.insert_after(" ")
-    return _squash(root.text(separator=""))
+    tree.strip_tags(_INVISIBLE_TAGS)
+    root = tree.body or tree.root
+    return _squash(root.text(separator="")) if root is not None else ""
 
 
 def _squash(text: str) -> str:
