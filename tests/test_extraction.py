@@ -106,3 +106,13 @@ def test_any_text_extracts_without_error(html: str) -> None:
     page = extract_page(html, "http://s.example/", normalize_url)
     assert all(link.startswith("http") for link in page.links)
 
+
+
+def test_invisible_parts_inside_one_another_are_left_out() -> None:
+    html = (
+        "<html><head><style>h</style><script>s</script></head><body>"
+        "<noscript><script>a</script><p>b</p><svg><style>c</style></svg></noscript>"
+        "<svg><text>d</text><foreignObject><div>e</div><template><p>f</p></template></foreignObject></svg>"
+        "<div>one<b>word</b></div><template><script>g</script></template><li>two</li><br>three</body></html>"
+    )  # fmt: skip
+    assert extract_page(html, "http://s.example/", normalize_url).text == "oneword two three"

@@ -17,7 +17,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode as Node
 from crawler.extraction.robots_directives import NONE, RobotsDirectives, parse_robots_directives
 from crawler.identity.resolve import LinkResolver
 
-_INVISIBLE_TAGS = ["script", "style", "noscript", "template", "svg", "head"]
+_INVISIBLE_TAGS = frozenset(("script", "style", "noscript", "template", "svg", "head"))
 _BLOCK_TAGS = frozenset(
     "address article aside blockquote br dd div dl dt fieldset figcaption figure footer form h1 h2 h3 "
     "h4 h5 h6 header hr li main nav ol option p pre section table td th tr ul".split()
@@ -71,7 +71,7 @@ def extract_page(
             if page.canonical is None:
                 page.invalid_links += 1
     _collect_links(found.anchors, resolve, page, max_links)
-    page.text = _visible_text(tree, found.blocks)
+    page.text = _visible_text(tree, found)
     page.text_hash = hashlib.sha256(page.text.encode("utf-8")).hexdigest()
     return page
 
@@ -82,9 +82,10 @@ class _Elements:
     matching walks the whole tree once per query, and the seven queries of a page (links,
     blocks, title, metas, links of the head, base) cost more than its parse."""
 
-    anchors: list[Node] = field(default_factory=list)
-    """``a`` and ``area`` with an ``href``."""
+    anchors: list[tuple[str, str | None]] = field(default_factory=list)
+    """``href`` and ``rel`` of the ``a`` and ``area`` that have an ``href``."""
     blocks: list[Node] = field(default_factory=list)
+    invisible: list[Node] = field(default_factory=list)
     head: list[Node] = field(default_factory=list)
     """``title``, ``meta``, ``link`` and ``base``, wherever they are."""
 
@@ -98,10 +99,14 @@ class _Elements:
             if tag in _BLOCK_TAGS:
                 found.blocks.append(node)
             elif tag in _ANCHOR_TAGS:
-                if node.attrs.get("href") is not None:
-                    found.anchors.append(node)
+                attrs = node.attrs
+                href = attrs.get("href")
+                if href is not None:
+                    found.anchors.append((href, attrs.get("rel")))
             elif tag in _HEAD_TAGS:
                 found.head.append(node)
+            elif tag in _INVISIBLE_TAGS:
+                found.invisible.append(node)
         return found
 
     def first(self, tag: str) -> Node | None:
@@ -138,32 +143,35 @@ class _Elements:
         return None
 
 
-def _collect_links(anchors: list[Node], resolve: Callable[[str], str | None], page: PageData, max_links: int) -> None:
+def _collect_links(
+    anchors: list[tuple[str, str | None]], resolve: Callable[[str], str | None], page: PageData, max_links: int
+) -> None:
     seen: dict[str, bool] = {}  # link -> followable
-    for node in anchors:
+    for href, rel in anchors:
         if max_links and len(seen) >= max_links:
             break
-        attrs = node.attrs
-        href = (attrs.get("href") or "").strip()
+        href = href.strip()
         if not href or href.lower().startswith(_SKIPPED_PREFIXES):
             continue
         link = resolve(href)
         if link is None:
             page.invalid_links += 1
             continue
-        followable = "nofollow" not in (attrs.get("rel") or "").lower()
+        followable = "nofollow" not in (rel or "").lower()
         seen[link] = seen.get(link, False) or followable
     page.links = list(seen)
     page.followable = [link for link, followable in seen.items() if followable]
 
 
-def _visible_text(tree: LexborHTMLParser, blocks: list[Node]) -> str:
+def _visible_text(tree: LexborHTMLParser, found: _Elements) -> str:
     # Words are separated at block boundaries only, so "<b>para</b>graph" stays one word. The
     # separators go in before the invisible parts are removed, with them where they are inside.
-    for node in blocks:
+    for node in found.blocks:
         node.insert_before(" ")
         node.insert_after(" ")
-    tree.strip_tags(_INVISIBLE_TAGS)
+    # Last first: an invisible element inside another is removed while it is still in the tree.
+    for node in reversed(found.invisible):
+        node.decompose(recursive=False)
     root = tree.body or tree.root
     return _squash(root.text(separator="")) if root is not None else ""
 
