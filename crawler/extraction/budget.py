@@ -10,7 +10,7 @@ main thread by at most 11 ms), and the Python parts yield it every few milliseco
 lexbor's tree building is quadratic in the nesting depth (10,000 nested elements parse in
 0.8 s, 50,000 in 25 s), so a document nested deeper than ``CRAWLER_MAX_DOM_DEPTH`` is refused
 before it is parsed; its depth is counted from its tags (elements that need an end tag), and
-only when it has more tags than that depth at all. A document not handled within
+only when it has more start tags than that depth at all. A document not handled within
 ``CRAWLER_EXTRACT_TIMEOUT`` seconds is given up: its row says so and the crawl goes on (the
 thread finishes its parse in the background, off the reactor).
 """
@@ -123,7 +123,9 @@ class DocumentWorkers:
 
     def check_depth(self, html: str) -> None:
         """Refuse ``html`` nested deeper than the limit (called in a worker thread)."""
-        if self.max_depth and html.count("<") > self.max_depth and (depth := nesting_depth(html)) > self.max_depth:
+        # Each element that needs an end tag is opened by a "<" that does not start "</".
+        opened = html.count("<") - html.count("</")
+        if self.max_depth and opened > self.max_depth and (depth := nesting_depth(html)) > self.max_depth:
             raise BudgetExceeded(f"elements nested {depth} deep, more than {self.max_depth}")
 
     def close(self) -> None:
