@@ -117,7 +117,7 @@ CRAWLER_ROBOTS_RECORD_ALLOWED = False
 # --- HTTP/2 -----------------------------------------------------------------------------------
 # https through Scrapy's HTTP/2 handler (only for servers that offer HTTP/2: it does not fall back).
 CRAWLER_HTTP2 = False
-ADDONS = {"crawler.addons.http2.Http2": 0}
+ADDONS = {"crawler.addons.http2.Http2": 0, "crawler.addons.remote_control.RemoteControlWhenEnabled": 0}
 # State of domains idle this long is evicted (what they learned is kept); 0: never.
 CRAWLER_DOMAIN_IDLE_SECONDS = 3600.0
 
