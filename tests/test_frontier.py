@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crawler.frontier.priority import HIGH, LOW, MEDIUM, priority_level, request_priority
-from crawler.frontier.scope import Scope, site_of
+from crawler.frontier.scope import Scope, host_of, site_of
 from crawler.frontier.seeds import parse_seeds
 from crawler.sitemaps.discovery import Discovery, Phase, SeedKind, fallback_sitemap_urls, robots_url, seed_kind
 
@@ -100,3 +104,25 @@ def test_discovery_stops_once_a_sitemap_lists_urls() -> None:
     assert discovery.finished(0) is None
     assert discovery.finished(12) is None
     assert discovery.phase is Phase.ROBOTS and discovery.found == 12
+
+
+AUTHORITY_PARTS = ["www.", "Example.COM", "h", ":", "8080", "@", "user", "[", "]", "::1", "\\", " ", "\t", "\n", "é", "%41"]
+URLS = st.tuples(
+    st.sampled_from(["http", "https", "HTTPS", "ftp", "", "h ttp"]),
+    st.sampled_from(["://", ":/", ":", "//", ""]),
+    st.lists(st.sampled_from(AUTHORITY_PARTS), max_size=6).map("".join),
+    st.sampled_from(["/", "?", "#", "", " /", "\\", "/p?q#f"]),
+    st.sampled_from(["", "x", "//y/", "a@b"]),
+).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(URLS)
+def test_host_of_reads_the_authority_as_urlsplit_does(url: str) -> None:
+    try:
+        expected = urlsplit(url).netloc.rpartition("@")[2].lower()
+    except ValueError:
+        with pytest.raises(ValueError):
+            host_of(url)
+        return
+    assert host_of(url) == expected

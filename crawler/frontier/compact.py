@@ -56,6 +56,10 @@ class _MethodsNamed:
                 if getattr(found, "__func__", None) is method.__func__:
                     setattr(self, name, method)
 
+    def __dir__(self) -> list[str]:
+        # All ``inspect.getmembers`` walks: without it, every attribute of ``object`` too.
+        return list(vars(self))
+
 
 class CompactFifoMemoryQueue:
     def __init__(self, spider: Spider | None):
