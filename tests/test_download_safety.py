@@ -4,6 +4,8 @@ endpoint off, response headers bounded, binary served as text recognised."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scrapy import Spider
 from scrapy.exceptions import NotConfigured
 from scrapy.extensions.remote_control import RemoteControl
@@ -14,7 +16,7 @@ from twisted.web._newclient import HTTPClientParser, Request as TxRequest
 from twisted.web.http_headers import Headers
 
 from crawler.download.headers import BoundedHTTPClientParser, HeaderLimits, HeadersTooLarge
-from crawler.download.sniff import binary_kind
+from crawler.download.sniff import BINARY_SHARE, SNIFF_BYTES, binary_kind
 from crawler.guard import AddressPolicy, parse_networks
 from crawler.guard.resolver import GuardedResolver
 from tests.helpers import project_settings
@@ -115,3 +117,14 @@ def test_the_resolver_refuses_what_a_name_resolves_to_and_remembers_why() -> Non
     with pytest.raises(DNSLookupError, match="rebind.example resolves to 169.254.169.254; 169.254.169.254 is a cloud metadata address"):
         resolver._check("169.254.169.254", "rebind.example")
     assert resolver.refusals["rebind.example"].category == "metadata"
+
+
+WHATWG_BINARY_DATA_BYTES = {*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20)}
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=2000))
+def test_a_body_is_binary_past_a_tenth_of_binary_data_bytes_in_its_first_bytes(data: bytes) -> None:
+    head = (b"<" + data)[:SNIFF_BYTES]  # "<": no signature, no BOM
+    binary = sum(1 for byte in head if byte in WHATWG_BINARY_DATA_BYTES)
+    assert binary_kind(b"<" + data) == ("binary data" if binary > BINARY_SHARE * len(head) else None)
