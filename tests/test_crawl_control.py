@@ -33,10 +33,11 @@ from tests.testweb.control import LoggedRequest
 TOLERANCE = 0.010
 
 
-def _wait_for(condition: Callable[[], object], timeout: float = 30, what: str = "") -> None:
+def _wait_for(condition: Callable[[], object], timeout: float = 30, what: str | Callable[[], str] = "") -> None:
+    """Wait for ``condition``; ``what`` names it in the failure (a function: read at that moment)."""
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what() if callable(what) else what}"
         time.sleep(0.1)
 
 
@@ -148,9 +149,15 @@ def overridden_crawl(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> 
         database.query("INSERT INTO domain_controls (domain, paused, updated_by, updated_at) VALUES ('*', TRUE, 'test', ?) RETURNING domain", (_now(),))
         jobs = [f"overridden-{n}" for n in range(2)]
         logs = [tmp_path / f"{job}.log" for job in jobs]
-        workers = [start_crawl("links", database, log, url=web.url("overridden"), job_id=job, settings=settings) for job, log in zip(jobs, logs)]
+        workers: list[subprocess.Popen[bytes]] = []
         try:
-            _wait_for(lambda: sorted(database.query("SELECT state FROM workers")) == [("paused",), ("paused",)], timeout=120, what="both processes")
+            for job, log in zip(jobs, logs):
+                workers.append(start_crawl("links", database, log, url=web.url("overridden"), job_id=job, settings=settings))
+            _wait_for(
+                lambda: sorted(database.query("SELECT state FROM workers")) == [("paused",), ("paused",)],
+                timeout=120,
+                what=lambda: "both processes paused; their logs: " + " | ".join(log.read_text(errors="replace")[-2000:] for log in logs),
+            )
             database.query("DELETE FROM domain_controls WHERE domain = '*' RETURNING domain")
             for worker, log in zip(workers, logs):
                 _finish(worker, log, timeout=120)

@@ -116,3 +116,17 @@ def test_invisible_parts_inside_one_another_are_left_out() -> None:
         "<div>one<b>word</b></div><template><script>g</script></template><li>two</li><br>three</body></html>"
     )  # fmt: skip
     assert extract_page(html, "http://s.example/", normalize_url).text == "oneword two three"
+
+
+@pytest.mark.parametrize(
+    ("head", "field", "expected"),
+    [
+        ('<base href><base href="/x/">', "links", ["http://s.example/a/p"]),  # the first base, empty: the page's URL
+        ('<base href="http://[bad">', "links", ["http://s.example/a/p"]),
+        ('<meta name=description content><meta name=description content="real">', "description", None),
+        ('<link rel=canonical href><link rel=canonical href="/c">', "canonical", None),
+    ],
+)
+def test_an_attribute_without_a_value_is_there_and_empty(head: str, field: str, expected: object) -> None:
+    page = extract_page(f"<html><head>{head}</head><body><a href=p>p</a></body></html>", "http://s.example/a/", normalize_url)
+    assert getattr(page, field) == expected

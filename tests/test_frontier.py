@@ -106,7 +106,7 @@ def test_discovery_stops_once_a_sitemap_lists_urls() -> None:
     assert discovery.phase is Phase.ROBOTS and discovery.found == 12
 
 
-AUTHORITY_PARTS = ["www.", "Example.COM", "h", ":", "8080", "@", "user", "[", "]", "::1", "\\", " ", "\t", "\n", "é", "%41"]
+AUTHORITY_PARTS = ["www.", "Example.COM", "h", ":", "8080", "@", "user", "[", "]", "::1", "\\", " ", "\t", "\n", "é", "%41", "\u2100", "\uff0f", "\xa0"]
 URLS = st.tuples(
     st.sampled_from(["http", "https", "HTTPS", "ftp", "", "h ttp"]),
     st.sampled_from(["://", ":/", ":", "//", ""]),

@@ -123,9 +123,11 @@ class DocumentWorkers:
 
     def check_depth(self, html: str) -> None:
         """Refuse ``html`` nested deeper than the limit (called in a worker thread)."""
+        if not self.max_depth:
+            return
         # Each element that needs an end tag is opened by a "<" that does not start "</".
         opened = html.count("<") - html.count("</")
-        if self.max_depth and opened > self.max_depth and (depth := nesting_depth(html)) > self.max_depth:
+        if opened > self.max_depth and (depth := nesting_depth(html)) > self.max_depth:
             raise BudgetExceeded(f"elements nested {depth} deep, more than {self.max_depth}")
 
     def close(self) -> None:

@@ -83,7 +83,7 @@ class _Elements:
     blocks, title, metas, links of the head, base) cost more than its parse."""
 
     anchors: list[tuple[str, str | None]] = field(default_factory=list)
-    """``href`` and ``rel`` of the ``a`` and ``area`` that have an ``href``."""
+    """``href`` and ``rel`` of the ``a`` and ``area`` that have a non-empty ``href``."""
     blocks: list[Node] = field(default_factory=list)
     invisible: list[Node] = field(default_factory=list)
     head: list[Node] = field(default_factory=list)
@@ -101,7 +101,7 @@ class _Elements:
             elif tag in _ANCHOR_TAGS:
                 attrs = node.attrs
                 href = attrs.get("href")
-                if href is not None:
+                if href:  # one without a value would be skipped as empty
                     found.anchors.append((href, attrs.get("rel")))
             elif tag in _HEAD_TAGS:
                 found.head.append(node)
@@ -112,18 +112,26 @@ class _Elements:
     def first(self, tag: str) -> Node | None:
         return next((node for node in self.head if node.tag == tag), None)
 
+    # An attribute given without a value (``<base href>``) is there, valued None, as a CSS
+    # attribute selector sees it: the first such element counts, with an empty value.
+
     def base_href(self, url: str) -> str:
-        base = next((node for node in self.head if node.tag == "base" and node.attrs.get("href") is not None), None)
+        """The document's base URL: the first ``base`` with an ``href`` (the page's own URL when
+        that is empty or unparsable)."""
+        base = next((node for node in self.head if node.tag == "base" and "href" in node.attrs), None)
         href = (base.attrs.get("href") or "").strip() if base is not None else ""
-        return urljoin(url, href) if href else url
+        try:
+            return urljoin(url, href) if href else url
+        except ValueError:  # an invalid IPv6 host: the links are resolved against the page
+            return url
 
     def _metas(self) -> Iterator[tuple[str, str]]:
         """``(name, content)`` of the metas that have both, name stripped and lowercase."""
         for node in self.head:
             if node.tag == "meta":
-                name, content = node.attrs.get("name"), node.attrs.get("content")
-                if name is not None and content is not None:
-                    yield name.strip().lower(), content
+                attrs = node.attrs
+                if "name" in attrs and "content" in attrs:
+                    yield (attrs.get("name") or "").strip().lower(), attrs.get("content") or ""
 
     def meta_robots(self, user_agents: Iterable[str]) -> RobotsDirectives:
         names = {"robots", *(a.lower() for a in user_agents)}
@@ -132,14 +140,14 @@ class _Elements:
 
     def meta_content(self, name: str) -> str | None:
         content = next((content for meta, content in self._metas() if meta == name), None)
-        return (_squash(content) or None) if content is not None else None
+        return _squash(content) or None if content is not None else None
 
     def link_href(self, rel: str) -> str | None:
         for node in self.head:
             if node.tag == "link":
-                rels, href = node.attrs.get("rel"), node.attrs.get("href")
-                if rels is not None and href is not None and rel in rels.lower().split():
-                    return href.strip() or None
+                attrs = node.attrs
+                if "rel" in attrs and "href" in attrs and rel in (attrs.get("rel") or "").lower().split():
+                    return (attrs.get("href") or "").strip() or None
         return None
 
 

@@ -16,7 +16,8 @@ _NORMAL_AUTHORITY = re.compile(r"[a-z][a-z0-9+.-]*://([^/?#\\\s\[\]]*)[/?#]")
 def host_of(url: str) -> str:
     """The host, with a non-default port if any, lowercase."""
     # Called for every new link: reading a normal URL's authority costs a tenth of urlsplit.
-    normal = _NORMAL_AUTHORITY.match(url)
+    # (Not for non-ASCII: urlsplit refuses hosts that NFKC normalization would change.)
+    normal = _NORMAL_AUTHORITY.match(url) if url.isascii() else None
     netloc = normal.group(1) if normal else urlsplit(url).netloc
     return netloc.rpartition("@")[2].lower()
 

@@ -12,7 +12,9 @@ as before.
 A gzip body is also decompressed in one call to zlib, where Scrapy's ``gunzip`` reads it through
 ``GzipFile`` 64 KiB at a time and computes its CRC in a second pass; anything but one whole,
 sound gzip member (several members, a damaged or cut stream) goes to Scrapy's ``gunzip``, which
-keeps what such a stream gives.
+keeps what such a stream gives. One difference: a stream damaged past the size limit is refused
+as too large (Scrapy would raise zlib's error when the damage falls in its first 64 KiB); the
+response is dropped either way.
 """
 
 from __future__ import annotations
