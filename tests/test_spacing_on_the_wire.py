@@ -55,3 +55,11 @@ def test_spacing_counts_from_the_socket_write_on_a_busy_reactor(web: TestWeb, da
     gaps = [b - a for a, b in zip(starts, starts[1:])]
     assert min(gaps) >= 0.3 - TOLERANCE, gaps
     assert "limiter/unstamped_count" not in result.stderr  # every departure was seen at the socket
+
+
+def test_requests_leave_the_margin_later_than_the_delay_allows(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("delayed"), settings={**frontier, "CRAWLER_SPACING_MARGIN": "0.5"})
+    starts = sorted(entry.start for entry in web.log("delayed"))
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert len(starts) == 14 and min(gaps) >= 0.3 * 1.5 - TOLERANCE, gaps  # 0.3 s with no margin

@@ -31,7 +31,7 @@ from crawler.frontier.meta import DELAY_IN_FORCE, DOMAIN, LEAVE_AT, SENT_AT
 from crawler.guard.blocked import refuse
 from crawler.guard.resolver import installed_resolver
 from crawler.middlewares.address_guard import AddressGuardMiddleware
-from crawler.politeness.limiter import limiter_for
+from crawler.politeness.limiter import DomainLimiter, limiter_for
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,7 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
 
         settings = crawler.settings
         limits = HeaderLimits(settings.getint("CRAWLER_MAX_HEADER_BYTES"), settings.getint("CRAWLER_MAX_HEADERS"))
+        self.spacing_margin = settings.getfloat("CRAWLER_SPACING_MARGIN")
         stock = self._pool
         pool = SentReportingPool(reactor, self._sent)
         pool.maxPersistentPerHost = stock.maxPersistentPerHost
@@ -69,10 +70,17 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
     async def _departure_time_came(self, domain: str, leave_at: float) -> None:
         # Asked again after every wait: a block or a longer delay may have come meanwhile.
         limiter = limiter_for(self._crawler)
-        while (wait := max(leave_at, limiter.departure_at(domain)) - (now := limiter.clock())) > 0:
+        while (wait := self._departure_at(limiter, domain, leave_at) - (now := limiter.clock())) > 0:
             if limiter.state(domain).blocked_until > now:
                 self._crawler.stats.inc_value("limiter/held_for_block_count")
             await asyncio.sleep(wait)
+
+    def _departure_at(self, limiter: DomainLimiter, domain: str, leave_at: float) -> float:
+        """When the domain's request may leave, ``CRAWLER_SPACING_MARGIN`` of its delay later
+        than the delay allows: a site that reads one request late (its server busy) by up to
+        that much still sees the whole delay before the next one."""
+        at = max(leave_at, limiter.departure_at(domain))
+        return at + self.spacing_margin * limiter.effective_delay(domain) if at else at
 
     async def _download(self, request: Request) -> Response:
         self._pool.sending = request
