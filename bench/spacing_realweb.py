@@ -41,7 +41,8 @@ def crawl(urls: list[str], seconds: float, folder: Path, processes: int, **setti
                "-s", "LOG_LEVEL=WARNING", "-s", f"LOG_FILE={folder}/crawl.log"]  # fmt: skip
     crawl_id = f"bench-{uuid.uuid4().hex[:8]}"
     if processes > 1:
-        settings = {**settings, "REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl_id}
+        # Shared processes wait for work for ever by default: they end 5 s after the frontier empties.
+        settings = {**settings, "REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl_id, "CRAWLER_IDLE_CLOSE_SECONDS": "5"}
     for name, value in settings.items():
         command += ["-s", f"{name}={value}"]
     started = time.monotonic()
