@@ -143,6 +143,9 @@ def overridden_crawl(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> 
         "REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl_name, "CRAWLER_IDLE_CLOSE_SECONDS": "1",
         "CRAWLER_DOMAIN_OVERRIDES": json.dumps({web.addresses["overridden"]: {"concurrency": 4, "min_delay": 0.1}}),
         "CRAWLER_CONTROL_POLL_SECONDS": "0.2", "CRAWLER_HEARTBEAT_SECONDS": "0.2",
+        # Handed out ahead of their slots, a lone domain's requests all go to the process that
+        # holds its slots already: without the lead, both processes take turns at it.
+        "CRAWLER_HANDOUT_LEAD_SECONDS": "0",
     }  # fmt: skip
     with _fresh_database("postgresql", tmp_path) as database:
         migrate(database)
