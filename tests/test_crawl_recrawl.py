@@ -39,6 +39,7 @@ def test_budgeted_runs_move_on_through_the_site(web: TestWeb, tmp_path: Path, ca
         assert len(downloads) <= 30, (run, len(downloads))
         assert not reached.intersection(downloads), run  # nothing is fetched twice: not due yet
         assert _stat(result.stderr, "recrawl/not_due") == len(reached)
+        assert (_stat(result.stderr, "recrawl/lookups") > 0) == (run > 0)  # a first crawl asks nothing
         reached.update(downloads)
         with capsys.disabled():
             print(f"\nbudgeted run {run + 1}: {len(downloads)} pages downloaded, {len(reached)} distinct so far")

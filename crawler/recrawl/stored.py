@@ -57,6 +57,10 @@ class StoredPages:
     def __init__(self, backend: StorageBackend):
         self.backend = backend
 
+    async def any(self) -> bool:
+        """Whether the database holds any page at all."""
+        return bool(await self.backend.execute("SELECT 1 FROM pages LIMIT 1", []))
+
     async def load(self, urls: Iterable[str]) -> dict[str, StoredPage]:
         """The stored state of those of ``urls`` that have a row, by URL."""
         by_hash = {url_hash(url): url for url in urls}

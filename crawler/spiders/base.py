@@ -117,6 +117,8 @@ class BaseCrawlSpider(Spider):
         self.over_budget: dict[str, Candidate] = {}
         """URLs refused for the budget, taken up again when a 304 gives budget back (at most
         every URL the job discovers, as ``seen``)."""
+        self.database_had_pages: bool | None = None
+        """Whether the database held pages when the job first planned (None: not asked yet)."""
         self.revisits = RevisitSchedule(
             RevisitPolicy(
                 min_interval=settings.getfloat("CRAWLER_RECRAWL_MIN_INTERVAL"),
@@ -239,7 +241,15 @@ class BaseCrawlSpider(Spider):
         if storage is None or not batch:
             return {}
         try:
-            return await StoredPages(storage.backend).load(batch)
+            stored = StoredPages(storage.backend)
+            if self.database_had_pages is None:
+                self.database_had_pages = await stored.any()
+            if not self.database_had_pages:
+                # A first crawl: every row is this job's, of a URL it has seen. (Processes of a
+                # shared crawl started later look up what the first ones stored.)
+                return {}
+            self.crawler.stats.inc_value("recrawl/lookups")
+            return await stored.load(batch)
         except StorageUnavailable as exc:
             # Better fetched in full than not at all: the crawl goes on as a first crawl would.
             self._lookup_failed(exc)
