@@ -57,9 +57,9 @@ def extract_page(
     tree = LexborHTMLParser(html)
     page = PageData()
     found = _Elements.of(tree)
-    base = found.base_href(url) if tree.head is not None else url
-    resolve = (resolver or LinkResolver(normalize)).for_base(base)
-    if tree.head is not None:
+    has_head = tree.head is not None
+    resolve = (resolver or LinkResolver(normalize)).for_base(found.base_href(url) if has_head else url)
+    if has_head:
         title = found.first("title")
         if title is not None:
             page.title = _squash(title.text()) or None
@@ -139,8 +139,7 @@ class _Elements:
         return parse_robots_directives(contents) if contents else NONE
 
     def meta_content(self, name: str) -> str | None:
-        content = next((content for meta, content in self._metas() if meta == name), None)
-        return _squash(content) or None if content is not None else None
+        return _squash(next((content for meta, content in self._metas() if meta == name), "")) or None
 
     def link_href(self, rel: str) -> str | None:
         for node in self.head:
