@@ -19,7 +19,7 @@ from scrapy.crawler import Crawler
 from selectolax.lexbor import LexborHTMLParser
 from twisted.internet.task import LoopingCall
 
-from crawler.extraction.budget import BudgetExceeded, DocumentWorkers, nesting_depth
+from crawler.extraction.budget import _KNOWN_TAGS, _STEPS, BudgetExceeded, DocumentWorkers, nesting_depth
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
 
@@ -57,12 +57,19 @@ class ReactorLagProbe:
 
 
 def test_nesting_depth_counts_the_elements_that_need_an_end_tag() -> None:
-    assert nesting_depth("<div>" * 30 + "x" + "</div>" * 30) == 30
-    assert nesting_depth("<p><p><li><br><img src=x><DIV><Span>x</span></div>") == 2  # void and optional end tags
-    assert nesting_depth("</div></div></b><div><div>x</div></div>") == 2  # stray end tags do not count
-    assert nesting_depth("<b>a</b><b>b</b><i><b>c</b></i>") == 2
-    assert nesting_depth("") == 0
-    assert abs(nesting_depth("<span>" * 5000, chunk=4096) - 5000) < 10  # a tag cut between chunks is lost
+    assert nesting_depth(b"<div>" * 30 + b"x" + b"</div>" * 30) == 30
+    assert nesting_depth(b"<p><p><li><br><img src=x><DIV><Span>x</span></div>") == 2  # void and optional end tags
+    assert nesting_depth(b"</div></div></b><div><div>x</div></div>") == 2  # stray end tags do not count
+    assert nesting_depth(b"<b>a</b><b>b</b><i><b>c</b></i>") == 2
+    assert nesting_depth(b"") == 0
+    assert abs(nesting_depth(b"<span>" * 5000, chunk=4096) - 5000) < 10  # a tag cut between chunks is lost
+
+
+def test_made_up_tag_names_nest_as_any_other_and_are_not_all_remembered() -> None:
+    names = [f"x-{i}".encode() for i in range(10_000)]
+    document = b"".join(b"<%s>" % name for name in names) + b"".join(b"</%s>" % name for name in reversed(names))
+    assert nesting_depth(document) == 10_000
+    assert len(_STEPS) <= _KNOWN_TAGS
 
 
 _TAGS = ["<div>", "</div>", "<SPAN>", "</span>", "<p>", "</p>", "<br>", "<li>", "x", " "]
@@ -79,8 +86,8 @@ def test_nesting_depth_is_the_deepest_open_element_however_the_document_is_read(
         elif part in ("</div>", "</span>"):
             level = max(0, level - 1)
         deepest = max(deepest, level)
-    assert nesting_depth("".join(parts)) == deepest
-    assert nesting_depth("".join(part.ljust(chunk) for part in parts), chunk=chunk) == deepest
+    assert nesting_depth("".join(parts).encode()) == deepest
+    assert nesting_depth("".join(part.ljust(chunk) for part in parts).encode(), chunk=chunk) == deepest
 
 
 def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning() -> None:
@@ -113,9 +120,9 @@ def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning(
 
 def test_a_document_nested_too_deep_is_refused_before_it_is_parsed() -> None:
     workers = DocumentWorkers(threads=1, timeout=0, max_depth=100)
-    workers.check_depth("<div>" * 100 + "</div>" * 100)
+    workers.check_depth(b"<div>" * 100 + b"</div>" * 100)
     with pytest.raises(BudgetExceeded, match="nested 101 deep, more than 100"):
-        workers.check_depth("<div>" * 101)
+        workers.check_depth(b"<div>" * 101)
     workers.close()
 
 

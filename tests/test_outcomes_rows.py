@@ -1,9 +1,10 @@
-"""Rows the safety checks write: refusals, redirect chains, text cut at its cap."""
+"""Rows the safety checks write: refusals, redirect chains, text cut at its cap, pages in any encoding."""
 
 from __future__ import annotations
 
 import asyncio
 
+import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse
 from scrapy.settings import Settings
@@ -33,6 +34,37 @@ def test_text_is_cut_at_its_cap() -> None:
     assert item.status == "fetched" and item.text == ("word " * 20)[:100]
     item, _ = asyncio.run(_recorder(CRAWLER_MAX_TEXT_CHARS=0).fetched(response))
     assert len(item.text) == len("word " * 1000) - 1
+
+
+PAGE = "<html><head><title>Café</title></head><body><p>Naïve <a href='/ç'>façade</a> ☃</p></body></html>"
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (PAGE.encode("utf-8"), "text/html; charset=utf-8"),
+        (PAGE.encode("utf-8"), "text/html"),  # no charset anywhere: detected
+        (b"\xef\xbb\xbf" + PAGE.encode("utf-8"), "text/html"),  # UTF-8 with its byte order mark
+        (b"\xef\xbb\xbf" + PAGE.encode("utf-8"), "text/html; charset=iso-8859-1"),  # the mark wins
+        (PAGE.replace("☃", "").encode("cp1252"), "text/html; charset=windows-1252"),
+        (PAGE.encode("utf-16"), "text/html"),  # UTF-16 with its byte order mark
+    ],
+)
+def test_a_page_reads_the_same_in_any_encoding_it_declares(body: bytes, content_type: str) -> None:
+    request = Request("http://s.example/")
+    response = HtmlResponse(request.url, body=body, headers={"Content-Type": content_type}, request=request)
+    item, page = asyncio.run(_recorder().fetched(response))
+    assert item.status == "fetched" and item.title == "Café"
+    assert item.text.removesuffix(" ☃") == "Naïve façade"
+    assert page.links == ["http://s.example/%C3%A7"]
+
+
+def test_bytes_that_are_not_utf8_in_a_utf8_page_read_as_replacement_characters() -> None:
+    request = Request("http://s.example/")
+    body = b"<html><body><p>caf\xe9 cr\xffme</p></body></html>"
+    response = HtmlResponse(request.url, body=body, headers={"Content-Type": "text/html; charset=utf-8"}, request=request)
+    item, _ = asyncio.run(_recorder().fetched(response))
+    assert item.status == "fetched" and item.text == "caf\ufffd cr\ufffdme"
 
 
 def test_a_refusal_is_a_blocked_by_policy_row_of_the_first_url() -> None:

@@ -29,12 +29,14 @@ from scrapy.settings import BaseSettings
 
 T = TypeVar("T")
 
-_TAG = re.compile(r"<(/?[a-zA-Z][a-zA-Z0-9-]*)")
+_TAG = re.compile(rb"<(/?[a-zA-Z][a-zA-Z0-9-]*)")
 _NOT_NESTING = frozenset(
     # void elements, and those whose end tag may be left out (the parser closes them itself)
-    "area base br col embed hr img input keygen link meta param source track wbr "
-    "body caption colgroup dd dt head html li optgroup option p rb rp rt rtc tbody td tfoot th thead tr".split()
+    b"area base br col embed hr img input keygen link meta param source track wbr "
+    b"body caption colgroup dd dt head html li optgroup option p rb rp rt rtc tbody td tfoot th thead tr".split()
 )
+_KNOWN_TAGS = 4096
+"""Tag names whose step is remembered: a page of made-up names does not grow the table."""
 
 
 INLINE_BYTES = 64 * 1024
@@ -46,11 +48,13 @@ class BudgetExceeded(Exception):
     """A document too deep or too slow to handle; the message says which."""
 
 
-class _NestingSteps(dict[str, int]):
+class _NestingSteps(dict[bytes, int]):
     """What a tag does to the depth: +1 opens, -1 closes, 0 neither (filled on first sight)."""
 
-    def __missing__(self, tag: str) -> int:
-        step = self[tag] = 0 if tag.lstrip("/").lower() in _NOT_NESTING else (-1 if tag[0] == "/" else 1)
+    def __missing__(self, tag: bytes) -> int:
+        step = 0 if tag.lstrip(b"/").lower() in _NOT_NESTING else (-1 if tag.startswith(b"/") else 1)
+        if len(self) < _KNOWN_TAGS:
+            self[tag] = step
         return step
 
 
@@ -62,10 +66,10 @@ def _set(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def nesting_depth(html: str, chunk: int = 1 << 18) -> int:
+def nesting_depth(html: bytes, chunk: int = 1 << 18) -> int:
     """How deeply the tags of ``html`` nest its elements (stray end tags do not go below zero).
 
-    Read ``chunk`` characters at a time: a regular expression holds the GIL while it runs, and
+    Read ``chunk`` bytes at a time: a regular expression holds the GIL while it runs, and
     the reactor thread gets it back between chunks (a tag cut by a chunk's end is not counted).
     """
     deepest = level = lowest = 0
@@ -121,12 +125,12 @@ class DocumentWorkers:
         except TimeoutError:
             raise BudgetExceeded(f"not handled within {self.timeout:g} s") from None
 
-    def check_depth(self, html: str) -> None:
+    def check_depth(self, html: bytes) -> None:
         """Refuse ``html`` nested deeper than the limit (called in a worker thread)."""
         if not self.max_depth:
             return
         # Each element that needs an end tag is opened by a "<" that does not start "</".
-        opened = html.count("<") - html.count("</")
+        opened = html.count(b"<") - html.count(b"</")
         if opened > self.max_depth and (depth := nesting_depth(html)) > self.max_depth:
             raise BudgetExceeded(f"elements nested {depth} deep, more than {self.max_depth}")
 

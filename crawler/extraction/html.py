@@ -17,13 +17,21 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode as Node
 from crawler.extraction.robots_directives import NONE, RobotsDirectives, parse_robots_directives
 from crawler.identity.resolve import LinkResolver
 
-_INVISIBLE_TAGS = frozenset(("script", "style", "noscript", "template", "svg", "head"))
-_BLOCK_TAGS = frozenset(
+
+def _tag_ids(names: str) -> frozenset[int]:
+    """lexbor's numbers for these tag names: the walk compares numbers, as reading a node's
+    name makes a string of it."""
+    tree = LexborHTMLParser("")
+    return frozenset(tree.create_node(name).tag_id for name in names.split())
+
+
+_INVISIBLE_TAGS = _tag_ids("script style noscript template svg head")
+_BLOCK_TAGS = _tag_ids(
     "address article aside blockquote br dd div dl dt fieldset figcaption figure footer form h1 h2 h3 "
-    "h4 h5 h6 header hr li main nav ol option p pre section table td th tr ul".split()
+    "h4 h5 h6 header hr li main nav ol option p pre section table td th tr ul"
 )
-_ANCHOR_TAGS = frozenset(("a", "area"))
-_HEAD_TAGS = frozenset(("title", "meta", "link", "base"))
+_ANCHOR_TAGS = _tag_ids("a area")
+_HEAD_TAGS = _tag_ids("title meta link base")
 _SKIPPED_PREFIXES = ("#", "mailto:", "javascript:", "tel:", "data:", "about:", "ftp:", "sms:", "file:")
 
 
@@ -43,14 +51,15 @@ class PageData:
 
 
 def extract_page(
-    html: str,
+    html: str | bytes,
     url: str,
     normalize: Callable[[str], str],
     user_agents: Iterable[str] = (),
     resolver: LinkResolver | None = None,
     max_links: int = 0,
 ) -> PageData:
-    """Extract what the crawler stores and follows from one HTML document at ``url``. Links
+    """Extract what the crawler stores and follows from one HTML document at ``url`` (bytes
+    are read as UTF-8). Links
     are resolved by ``resolver`` (one for the whole crawl shares its cache between pages),
     else by one of ``normalize`` for this page; at most ``max_links`` distinct links are read
     (0: all), as each costs a URL normalisation."""
@@ -95,7 +104,7 @@ class _Elements:
         if tree.root is None:
             return found
         for node in tree.root.traverse():
-            tag = node.tag
+            tag = node.tag_id
             if tag in _BLOCK_TAGS:
                 found.blocks.append(node)
             elif tag in _ANCHOR_TAGS:
