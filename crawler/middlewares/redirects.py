@@ -15,6 +15,9 @@ from typing import Any
 from scrapy import Request
 from scrapy.downloadermiddlewares.redirect import BaseRedirectMiddleware, MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse, Response
+from w3lib.encoding import html_to_unicode
+from w3lib.html import get_base_url, get_meta_refresh
 
 from crawler.guard.blocked import RedirectRefused, refuse
 from crawler.middlewares.address_guard import AddressGuardMiddleware
@@ -60,4 +63,21 @@ class CheckedRedirectMiddleware(CheckedRedirects, RedirectMiddleware):
 
 
 class CheckedMetaRefreshMiddleware(CheckedRedirects, MetaRefreshMiddleware):
-    pass
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        # Scrapy looks for the refresh in the first 4096 characters of ``response.text``, which
+        # decodes the whole body first (2.5 MB for a large page): the same look at those
+        # characters alone tells whether there is one, and most pages have none.
+        if isinstance(response, HtmlResponse) and get_meta_refresh(*_head(response), self._ignore_tags)[1] is None:
+            return response
+        return super().process_response(request, response)
+
+
+_HEAD_CHARACTERS = 4096
+"""As many as Scrapy's ``get_meta_refresh`` reads."""
+
+
+def _head(response: HtmlResponse) -> tuple[str, str, str]:
+    """The start of the page as ``response.text`` begins (4 bytes at most a character), its
+    base URL and encoding."""
+    head = html_to_unicode(f"charset={response.encoding}", response.body[: 4 * _HEAD_CHARACTERS])[1][:_HEAD_CHARACTERS]
+    return head, get_base_url(head, response.url, response.encoding), response.encoding
