@@ -261,3 +261,5 @@ TELNETCONSOLE_ENABLED = False
 # items are logged by URL and status only (at DEBUG), never whole.
 LOG_LEVEL = "INFO"
 LOG_FORMATTER = "crawler.logformatter.BriefLogFormatter"
+# Scrapy's memory stats without a deprecation check on every read of them.
+STATS_CLASS = "crawler.stats.PlainMemoryStatsCollector"
