@@ -25,13 +25,18 @@ def _tag_ids(names: str) -> frozenset[int]:
     return frozenset(tree.create_node(name).tag_id for name in names.split())
 
 
-_INVISIBLE_TAGS = _tag_ids("script style noscript template svg head")
-_BLOCK_TAGS = _tag_ids(
-    "address article aside blockquote br dd div dl dt fieldset figcaption figure footer form h1 h2 h3 "
-    "h4 h5 h6 header hr li main nav ol option p pre section table td th tr ul"
-)
-_ANCHOR_TAGS = _tag_ids("a area")
-_HEAD_TAGS = _tag_ids("title meta link base")
+_BLOCK, _ANCHOR, _HEAD, _INVISIBLE = range(4)
+_KIND_OF_TAG = {
+    tag: kind
+    for kind, names in (
+        (_BLOCK, "address article aside blockquote br dd div dl dt fieldset figcaption figure footer form "
+                 "h1 h2 h3 h4 h5 h6 header hr li main nav ol option p pre section table td th tr ul"),
+        (_ANCHOR, "a area"),
+        (_HEAD, "title meta link base"),
+        (_INVISIBLE, "script style noscript template svg head"),
+    )
+    for tag in _tag_ids(names)
+}  # fmt: skip
 _SKIPPED_PREFIXES = ("#", "mailto:", "javascript:", "tel:", "data:", "about:", "ftp:", "sms:", "file:")
 
 
@@ -103,18 +108,21 @@ class _Elements:
         found = cls()
         if tree.root is None:
             return found
+        kind_of = _KIND_OF_TAG.get
         for node in tree.root.traverse():
-            tag = node.tag_id
-            if tag in _BLOCK_TAGS:
+            kind = kind_of(node.tag_id)
+            if kind is None:
+                continue
+            if kind == _BLOCK:
                 found.blocks.append(node)
-            elif tag in _ANCHOR_TAGS:
-                attrs = node.attrs
-                href = attrs.get("href")
+            elif kind == _ANCHOR:
+                attributes = node.attributes  # a dict, read faster than the lazy ``attrs``
+                href = attributes.get("href")
                 if href:  # one without a value would be skipped as empty
-                    found.anchors.append((href, attrs.get("rel")))
-            elif tag in _HEAD_TAGS:
+                    found.anchors.append((href, attributes.get("rel")))
+            elif kind == _HEAD:
                 found.head.append(node)
-            elif tag in _INVISIBLE_TAGS:
+            else:
                 found.invisible.append(node)
         return found
 
