@@ -17,7 +17,7 @@ from scrapy.downloadermiddlewares.redirect import BaseRedirectMiddleware, MetaRe
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response
 from w3lib.encoding import html_to_unicode
-from w3lib.html import get_base_url, get_meta_refresh
+from w3lib.html import get_meta_refresh
 
 from crawler.guard.blocked import RedirectRefused, refuse
 from crawler.middlewares.address_guard import AddressGuardMiddleware
@@ -65,19 +65,27 @@ class CheckedRedirectMiddleware(CheckedRedirects, RedirectMiddleware):
 class CheckedMetaRefreshMiddleware(CheckedRedirects, MetaRefreshMiddleware):
     def process_response(self, request: Request, response: Response) -> Request | Response:
         # Scrapy looks for the refresh in the first 4096 characters of ``response.text``, which
-        # decodes the whole body first (2.5 MB for a large page): the same look at those
-        # characters alone tells whether there is one, and most pages have none.
-        if isinstance(response, HtmlResponse) and get_meta_refresh(*_head(response), self._ignore_tags)[1] is None:
-            return response
+        # decodes the whole body first (2.5 MB for a large page); the same look at those
+        # characters alone says whether there is one, and most pages have none. (A page that
+        # declares no encoding is still decoded whole, by Scrapy, to guess it.)
+        if isinstance(response, HtmlResponse):
+            head = _head(response)
+            if head is not None and get_meta_refresh(head, response.url, response.encoding, self._ignore_tags)[1] is None:
+                return response
         return super().process_response(request, response)
 
 
 _HEAD_CHARACTERS = 4096
 """As many as Scrapy's ``get_meta_refresh`` reads."""
+_HEAD_BYTES = 4 * _HEAD_CHARACTERS + 4
+"""Enough for them in UTF-8, UTF-16 and UTF-32, byte order mark included."""
 
 
-def _head(response: HtmlResponse) -> tuple[str, str, str]:
-    """The start of the page as ``response.text`` begins (4 bytes at most a character), its
-    base URL and encoding."""
-    head = html_to_unicode(f"charset={response.encoding}", response.body[: 4 * _HEAD_CHARACTERS])[1][:_HEAD_CHARACTERS]
-    return head, get_base_url(head, response.url, response.encoding), response.encoding
+def _head(response: HtmlResponse) -> str | None:
+    """The first 4096 characters of ``response.text``, decoded alone; None where the bytes
+    read hold fewer (an encoding of more than 4 bytes a character, as ISO-2022-JP can be)."""
+    body = response.body
+    head = html_to_unicode(f"charset={response.encoding}", body[:_HEAD_BYTES])[1]
+    if len(head) < _HEAD_CHARACTERS and len(body) > _HEAD_BYTES:
+        return None
+    return head[:_HEAD_CHARACTERS]
