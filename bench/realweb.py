@@ -316,8 +316,8 @@ worker_processes {self.workers};
 daemon off;
 pid {folder}/nginx.pid;
 error_log {folder}/error.log warn;
-worker_rlimit_nofile 65536;
-events {{ worker_connections 16384; }}
+worker_rlimit_nofile {_open_files_allowed()};
+events {{ worker_connections {_open_files_allowed() - _FILES_IN_USE}; }}
 http {{
   include /etc/nginx/mime.types;
   default_type application/octet-stream;
@@ -327,7 +327,10 @@ http {{
   uwsgi_temp_path {temp}/uwsgi; scgi_temp_path {temp}/scgi;
   sendfile on;
   tcp_nopush on;
-  keepalive_timeout 65;
+  # Short, as many servers keep an idle connection: here one nginx plays every host, and each
+  # host's idle connection holds a slot of the same worker (65 s filled the 16,384 slots of a
+  # 10,000-host crawl, and nginx refused connections).
+  keepalive_timeout 15;
   keepalive_requests 100000;
   server_tokens off;
   gzip on;
@@ -371,6 +374,17 @@ def exit_on_sigterm() -> None:
     """Turn SIGTERM into SystemExit, so that nginx, hogs and crawls started here are stopped
     on the way out (``kill PID`` of a benchmark leaves nothing behind)."""
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+_FILES_IN_USE = 1000
+"""Open files nginx keeps beside its connections (the pages it sends, its logs)."""
+
+
+def _open_files_allowed() -> int:
+    """As many open files as this process may have (nginx cannot raise its own limit where it
+    runs without the privilege to: it opens one socket per host address and one per connection)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return hard if hard != resource.RLIM_INFINITY else 65536
 
 
 def _raise_file_limit() -> None:
