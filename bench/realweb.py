@@ -311,13 +311,14 @@ class RealWeb:
             for address in self.addresses if address in self.delays
         )  # fmt: skip
         temp = folder / "temp"
+        open_files = _open_files_allowed()
         return f"""
 worker_processes {self.workers};
 daemon off;
 pid {folder}/nginx.pid;
 error_log {folder}/error.log warn;
-worker_rlimit_nofile {_open_files_allowed()};
-events {{ worker_connections {_open_files_allowed() - _FILES_IN_USE}; }}
+worker_rlimit_nofile {open_files};
+events {{ worker_connections {open_files - _FILES_IN_USE}; }}
 http {{
   include /etc/nginx/mime.types;
   default_type application/octet-stream;
@@ -388,7 +389,7 @@ def _open_files_allowed() -> int:
 
 
 def _raise_file_limit() -> None:
-    """nginx opens one socket per host address: lift the soft limit on open files to the hard one."""
+    """Lift nginx's soft limit on open files to the hard one."""
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 

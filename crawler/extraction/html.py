@@ -64,10 +64,9 @@ def extract_page(
     max_links: int = 0,
 ) -> PageData:
     """Extract what the crawler stores and follows from one HTML document at ``url`` (bytes
-    are read as UTF-8). Links
-    are resolved by ``resolver`` (one for the whole crawl shares its cache between pages),
-    else by one of ``normalize`` for this page; at most ``max_links`` distinct links are read
-    (0: all), as each costs a URL normalisation."""
+    are read as UTF-8). Links are resolved by ``resolver`` (one for the whole crawl shares its
+    cache between pages), else by one of ``normalize`` for this page; at most ``max_links``
+    distinct links are read (0: all), as each costs a URL normalisation."""
     tree = LexborHTMLParser(html)
     page = PageData()
     found = _Elements.of(tree)
