@@ -1,10 +1,17 @@
 """Shared fixtures: the real services, the local test web, a fresh database per test (both
-backends), and a helper that runs ``scrapy crawl`` the way users do."""
+backends), and a helper that runs ``scrapy crawl`` the way users do.
+
+Markers say what a test needs beyond the process: ``integration`` (it starts servers or crawl
+processes), ``postgres`` and ``redis`` (the services). ``--fast`` runs only what needs none of
+them: the others are skipped, each saying why; without it, a missing service ends the session
+at once rather than skipping anything.
+"""
 
 from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,8 +26,36 @@ from tests.helpers import Database, crawl_keys
 from tests.testweb import TestWeb
 
 POSTGRES_ADMIN_URL = os.environ.get("CRAWLER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-REDIS_ADDRESS = ("127.0.0.1", 6379)
+REDIS_ADDRESS = ("127.0.0.1", int(os.environ.get("CRAWLER_TEST_REDIS_PORT", "6379")))
 REDIS_URL = f"redis://{REDIS_ADDRESS[0]}:{REDIS_ADDRESS[1]}/0"
+
+SERVICE_FIXTURES = {
+    "redis_client": "redis",
+    "crawl_name": "redis",
+    "postgres_database": "postgres",
+    "module_postgres_database": "postgres",
+}
+"""Fixtures that need a service, by the marker of that service."""
+SERVICE_PARAMS = {("database", "postgresql"): "postgres", ("frontier", "redis"): "redis"}
+"""Parameters of fixtures that need a service, by the marker of that service."""
+SERVER_FIXTURES = frozenset({"web"})
+"""Fixtures that start servers: their tests are integration tests."""
+FAST_SKIPS = {
+    "integration": "--fast: starts servers or crawl processes",
+    "postgres": "--fast: needs PostgreSQL",
+    "redis": "--fast: needs Redis",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fast", action="store_true",
+        help="run only the tests that need no PostgreSQL, Redis, server or crawl process; skip the others",
+    )  # fmt: skip
+
+
+def _fast(config: pytest.Config) -> bool:
+    return bool(config.getoption("--fast"))
 
 WEB_SITES = {
     "links": "links",
@@ -52,6 +87,8 @@ WEB_SITES = {
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    if _fast(session.config):
+        return
     missing = []
     try:
         psycopg.connect(POSTGRES_ADMIN_URL, connect_timeout=5).close()
@@ -66,10 +103,28 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                     + "\nRun the tests with ./run-tests, which starts them.", returncode=3)
 
 
+@pytest.fixture(autouse=True)
+def _no_processes_in_fast_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the fast mode, a test that starts a process is missing its ``integration`` marker."""
+    if _fast(request.config):
+
+        def refuse(*args: object, **kwargs: object) -> None:
+            raise AssertionError(f"{request.node.nodeid} starts a process: mark it integration")
+
+        monkeypatch.setattr(subprocess, "Popen", refuse)
+
+
 @pytest.fixture(scope="session")
 def web() -> Iterator[TestWeb]:
     with TestWeb(WEB_SITES) as test_web:
         yield test_web
+
+
+def _skip_in_fast_mode(request: pytest.FixtureRequest, marker: str) -> None:
+    """Tests reach a service through fixtures, some only from inside the test
+    (``request.getfixturevalue``): the fixture itself skips in the fast mode."""
+    if _fast(request.config):
+        pytest.skip(FAST_SKIPS[marker])
 
 
 @contextmanager
@@ -91,26 +146,31 @@ def _fresh_database(kind: str, tmp_path: Path) -> Iterator[Database]:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     """A fresh, empty database of each backend."""
+    if request.param == "postgresql":
+        _skip_in_fast_mode(request, "postgres")
     with _fresh_database(request.param, tmp_path) as fresh:
         yield fresh
 
 
 @pytest.fixture(scope="module")
-def module_postgres_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+def module_postgres_database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
     """A fresh PostgreSQL database shared by the tests of a module (for a server they start once)."""
+    _skip_in_fast_mode(request, "postgres")
     with _fresh_database("postgresql", tmp_path_factory.mktemp("database")) as fresh:
         yield fresh
 
 
 @pytest.fixture
-def postgres_database(tmp_path: Path) -> Iterator[Database]:
+def postgres_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     """A fresh, empty PostgreSQL database, for what only a server database supports."""
+    _skip_in_fast_mode(request, "postgres")
     with _fresh_database("postgresql", tmp_path) as fresh:
         yield fresh
 
 
 @pytest.fixture
-def redis_client() -> Iterator[redis.Redis]:
+def redis_client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    _skip_in_fast_mode(request, "redis")
     client = redis.Redis.from_url(REDIS_URL)
     yield client
     client.close()
@@ -136,6 +196,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if crossed:
         config.hook.pytest_deselected(items=crossed)
         items[:] = [item for item in items if item not in crossed]
+    for item in items:
+        for marker in _needs(item):
+            item.add_marker(marker)
+        if _fast(config):
+            for marker, reason in FAST_SKIPS.items():
+                if item.get_closest_marker(marker) is not None:
+                    item.add_marker(pytest.mark.skip(reason=reason))
+                    break
+
+
+def _needs(item: pytest.Item) -> set[str]:
+    """The markers a test's fixtures imply."""
+    names = set(getattr(item, "fixturenames", ()))
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    needs = {marker for name, marker in SERVICE_FIXTURES.items() if name in names}
+    needs |= {marker for (name, value), marker in SERVICE_PARAMS.items() if params.get(name) == value}
+    if names & SERVER_FIXTURES:
+        needs.add("integration")
+    return needs
 
 
 def _stack(item: pytest.Item) -> tuple[str, str] | None:
@@ -150,6 +229,7 @@ def frontier(request: pytest.FixtureRequest) -> dict[str, str]:
     """Settings of a crawl whose frontier is in the process, or shared through Redis."""
     if request.param == "in-process":
         return {}
+    _skip_in_fast_mode(request, "redis")
     return {
         "REDIS_URL": REDIS_URL,
         "CRAWLER_CRAWL_ID": request.getfixturevalue("crawl_name"),

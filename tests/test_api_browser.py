@@ -17,6 +17,8 @@ from tests.api_server import PASSWORDS, ServeProcess, create_users, migrate
 from tests.conftest import _fresh_database
 from tests.helpers import ROOT, Database
 
+pytestmark = pytest.mark.integration
+
 OUTPUT = ROOT / "tests" / "output"
 
 

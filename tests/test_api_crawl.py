@@ -8,6 +8,7 @@ controls polled, the request log): where a crawl process does not write those ta
 
 from __future__ import annotations
 
+import pytest
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,8 @@ from tests.conftest import REDIS_URL
 from tests.helpers import Database, start_crawl
 from tests.test_crawl_shared import _finish
 from tests.testweb import TestWeb
+
+pytestmark = pytest.mark.integration
 
 CRAWL_SETTINGS = {
     "CRAWLER_IDLE_CLOSE_SECONDS": "6",

@@ -24,6 +24,8 @@ from tests.api_server import ApiClient, ServeProcess, create_users, migrate
 from tests.conftest import REDIS_URL, _fresh_database
 from tests.helpers import ROOT, Database, crawl_environment, crawl_keys
 
+pytestmark = pytest.mark.integration
+
 
 class Served:
     def __init__(self, server: ServeProcess, database: Database, redis_crawl: str | None):

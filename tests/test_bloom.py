@@ -109,11 +109,13 @@ def bloom_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[redis.Redi
     server.stop()
 
 
+@pytest.mark.integration
 def test_the_module_is_detected_only_where_it_is_loaded(bloom_redis: redis.Redis, redis_client: redis.Redis) -> None:
     assert has_bloom_module(bloom_redis)
     assert not has_bloom_module(redis_client)
 
 
+@pytest.mark.integration
 def test_redisbloom_filter_marks_requests_and_meets_its_error_rate(bloom_redis: redis.Redis) -> None:
     seen = _filter(bloom_redis, "crawler:bloomtest:seen", 2_000, 0.01, use_module=True)
     assert bloom_redis.type("crawler:bloomtest:seen") == b"MBbloom--"
@@ -123,6 +125,7 @@ def test_redisbloom_filter_marks_requests_and_meets_its_error_rate(bloom_redis: 
     assert not bloom_redis.exists("crawler:bloomtest:seen")
 
 
+@pytest.mark.integration
 def test_a_redisbloom_filter_of_another_shape_is_not_reserved_twice(bloom_redis: redis.Redis) -> None:
     first = _filter(bloom_redis, "crawler:twice:seen", 1_000, 0.01, use_module=True)
     _filter(bloom_redis, "crawler:twice:seen", 1_000, 0.01, use_module=True)  # joining: no error
@@ -142,6 +145,7 @@ def test_the_frontier_queues_a_request_once_through_the_bloom_filter(redis_clien
     delete_matching(redis_client, f"{prefix}:*")
 
 
+@pytest.mark.integration
 def test_a_shared_crawl_with_the_bloom_filter_crawls_every_page_once(web: TestWeb, database: Database, crawl_name: str) -> None:
     web.clear()
     settings = {

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from crawler.exitcodes import JOB_FAILED
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
+
+pytestmark = pytest.mark.integration
 
 
 def test_consecutive_failures_fail_the_job(web: TestWeb, database: Database) -> None:

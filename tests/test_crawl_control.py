@@ -30,6 +30,8 @@ from tests.helpers import ROOT, Database, crawl_environment, crawl_keys, finish_
 from tests.testweb import TestWeb
 from tests.testweb.control import LoggedRequest
 
+pytestmark = pytest.mark.integration
+
 TOLERANCE = 0.010
 
 

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import pytest
 import socket
 from pathlib import Path
 
 from crawler import exitcodes
 from tests.helpers import Database, crawl
+
+pytestmark = pytest.mark.integration
 
 
 def _closed_port(address: str) -> int:

@@ -3,12 +3,15 @@ the main ones with the frontier in the process and shared through Redis."""
 
 from __future__ import annotations
 
+import pytest
 import json
 from collections import Counter
 
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
 from tests.testweb.sites import LinksSite
+
+pytestmark = pytest.mark.integration
 
 
 def _crawl_links(web: TestWeb, database: Database, settings: dict[str, str] | None = None, **arguments: str) -> dict[str, dict]:

@@ -3,10 +3,13 @@ frontier in the process and shared through Redis."""
 
 from __future__ import annotations
 
+import pytest
 from datetime import UTC, datetime
 
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
+
+pytestmark = pytest.mark.integration
 
 TOLERANCE = 0.010
 IN_FLIGHT = 0.005

@@ -13,6 +13,8 @@ from tests.conftest import REDIS_URL
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
 
+pytestmark = pytest.mark.integration
+
 PAGES = "/p/"
 
 

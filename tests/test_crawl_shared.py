@@ -4,6 +4,7 @@ Asserted from the server's own request log and the rows."""
 
 from __future__ import annotations
 
+import pytest
 import random
 import subprocess
 import sys
@@ -17,6 +18,8 @@ from tests.conftest import REDIS_URL
 from tests.helpers import ROOT, Database, crawl, crawl_environment, crawl_keys, finish_all, start_crawl, wait_until
 from tests.testweb import TestWeb
 from tests.throwaway_redis import ThrowawayRedis
+
+pytestmark = pytest.mark.integration
 
 TOLERANCE = 0.010
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from collections import Counter
 from datetime import datetime
 
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
 from tests.testweb.sites import FallbackSitemapSite, IndexFallbackSite, SitemapSite
+
+pytestmark = pytest.mark.integration
 
 
 def _crawl_sitemap(web: TestWeb, database: Database, label: str, path: str = "/", settings: dict[str, str] | None = None, **arguments: str) -> dict[str, dict]:

@@ -131,6 +131,7 @@ def database(tmp_path: Path) -> Database:
     return Database(f"sqlite:///{tmp_path / 'crawler.db'}")  # storage is not the subject
 
 
+@pytest.mark.integration
 def test_a_deeply_nested_page_is_an_error_row_and_the_reactor_never_stalls(web: TestWeb, database: Database) -> None:
     extensions = json.dumps({f"{__name__}.ReactorLagProbe": 0})
     result = crawl("links", database, url=web.url("deep"), settings={"EXTENSIONS": extensions})

@@ -34,6 +34,7 @@ def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if "] ERROR: " in line]
 
 
+@pytest.mark.integration
 def test_database_on_a_dead_port_ends_at_the_connect_timeout(web: TestWeb) -> None:
     database = Database(f"postgresql://postgres@127.0.0.1:{free_port()}/crawl")
     result, took = _run(crawl_command("links", database, url=web.url("links"), settings={"CRAWLER_STORAGE_CONNECT_TIMEOUT": "2"}))
@@ -44,6 +45,7 @@ def test_database_on_a_dead_port_ends_at_the_connect_timeout(web: TestWeb) -> No
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.integration
 def test_a_role_that_does_not_exist_is_refused_at_once(web: TestWeb) -> None:
     database = Database(POSTGRES_ADMIN_URL.replace("postgres@", "no_such_crawler_role@", 1))
     result, _ = _run(crawl_command("links", database, url=web.url("links")))
@@ -53,6 +55,7 @@ def test_a_role_that_does_not_exist_is_refused_at_once(web: TestWeb) -> None:
     assert "retrying" not in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.integration
 def test_every_seed_unreachable_is_an_error_row_and_its_own_status(tmp_path: Path) -> None:
     database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
     seed = f"http://127.0.0.1:{free_port()}/"
@@ -66,6 +69,7 @@ def test_every_seed_unreachable_is_an_error_row_and_its_own_status(tmp_path: Pat
     assert row["error"].startswith("connection refused while fetching robots.txt")
 
 
+@pytest.mark.integration
 def test_a_second_run_of_the_same_crawl_stops_at_once(web: TestWeb, postgres_database: Database, tmp_path: Path) -> None:
     first = start_crawl("links", postgres_database, tmp_path / "first.log", url=web.url("killable"), settings={"CRAWLER_DEFAULT_DELAY": "0.1"})
     try:
@@ -106,12 +110,14 @@ def test_usage_problems_of_spider_arguments(arguments: dict[str, str], message: 
     assert command._usage_problem("links", {"url": "https://example.com/"}) is None
 
 
+@pytest.mark.integration
 def test_a_usage_error_is_one_line_and_status_2() -> None:
     result, _ = _run([sys.executable, "-m", "scrapy", "crawl", "nosuch", "-a", "url=http://127.0.0.1/"])
     assert result.returncode == exitcodes.USAGE
     assert result.stderr == "scrapy crawl: error: unknown spider 'nosuch' (spiders: links, sitemap)\n"
 
 
+@pytest.mark.integration
 def test_crawl_script_takes_options_without_a_spider(web: TestWeb, tmp_path: Path) -> None:
     database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
     command = [str(ROOT / "crawl"), web.url("links"), "-a", "max_pages=3", "-s", f"DATABASE_URL={database.url}", "-s", "CRAWLER_DEFAULT_DELAY=0"]

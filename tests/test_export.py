@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import asyncio
 import csv
 import io
@@ -16,6 +17,8 @@ from crawler.pipelines.rows import page_row
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch
 from tests.helpers import ROOT, Database, crawl_environment
+
+pytestmark = pytest.mark.integration
 
 
 def _store(database: Database, pages: list[PageItem]) -> None:

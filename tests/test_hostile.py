@@ -25,6 +25,8 @@ from tests.testweb.control import LoggedRequest
 from tests.testweb.raw import CASES, TLS_CASE, RawServer
 from tests.testweb.sites import HostileWebSite, target_spellings
 
+pytestmark = pytest.mark.integration
+
 MEMORY_LIMIT_MB = 512
 HOSTILE_SETTINGS = {
     "DOWNLOAD_TIMEOUT": "10",

@@ -14,6 +14,8 @@ from bench.realweb import RealWeb, gaps
 from crawler.addons.http2 import H2_HANDLER, Http2
 from tests.helpers import Database, crawl
 
+pytestmark = pytest.mark.integration
+
 PAGES = 8
 CRAWL_DELAY = 0.2
 

@@ -21,6 +21,8 @@ from tests.helpers import FAST, ROOT, Database
 from tests.testweb import TestWeb
 from tests.throwaway_postgres import ThrowawayPostgres
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture
 def postgres() -> Iterator[ThrowawayPostgres]:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from crawler.identity import surt_key, url_hash
 from crawler.items import PageItem
 from crawler.pipelines.rows import page_row
@@ -103,6 +105,7 @@ def test_prune_keeps_the_request_log_and_stats_samples_of_their_windows(tmp_path
     assert database.query("SELECT COUNT(*) FROM stats_samples") == [(15,)]
 
 
+@pytest.mark.integration
 def test_the_prune_command_reports_and_fails_clearly(tmp_path) -> None:
     command = [sys.executable, "-m", "scrapy", "prune", "-s", f"DATABASE_URL=sqlite:///{tmp_path / 'c.db'}"]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=crawl_environment(), timeout=120)

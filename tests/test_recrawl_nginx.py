@@ -15,6 +15,8 @@ import pytest
 from tests.helpers import Database, crawl
 from tests.nginx import Nginx, Served
 
+pytestmark = pytest.mark.integration
+
 PAGES = 500
 EDITED = [7 + 50 * k for k in range(10)]
 RECRAWL = {"CRAWLER_RECRAWL_MIN_INTERVAL": "0", "DEPTH_LIMIT": "20", "CONCURRENT_REQUESTS_PER_DOMAIN": "16"}

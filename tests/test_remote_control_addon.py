@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from scrapy.settings import Settings
 
 from crawler.addons.remote_control import REMOTE_CONTROL, RemoteControlWhenEnabled
@@ -37,6 +38,7 @@ def test_taken_out_of_the_extensions_while_off() -> None:
     assert settings.getwithbase("EXTENSIONS")[REMOTE_CONTROL] == 0
 
 
+@pytest.mark.integration
 def test_a_crawl_loads_it_only_when_turned_on() -> None:
     def loaded(switch: str) -> str:
         result = subprocess.run([sys.executable, "-c", EXTENSIONS_LOADED, switch], cwd=ROOT, env=crawl_environment(),

@@ -26,6 +26,8 @@ from tests.conftest import REDIS_URL
 from tests.helpers import FAST, ROOT, Database, free_port, wait_until
 from tests.testweb import TestWeb
 
+pytestmark = pytest.mark.integration
+
 BIN = Path(sys.executable).parent
 
 

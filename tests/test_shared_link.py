@@ -4,6 +4,7 @@ through once Redis takes writes again."""
 
 from __future__ import annotations
 
+import pytest
 import asyncio
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from redis.retry import Retry
 
 from crawler.shared.link import Op, RedisLink
 from tests.throwaway_redis import ThrowawayRedis
+
+pytestmark = pytest.mark.integration
 
 
 def test_oom_and_readonly_pause_the_link_which_resumes_in_order(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ leases, and a crawl whose workers were all killed."""
 
 from __future__ import annotations
 
+import pytest
 import time
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from tests.conftest import REDIS_ADDRESS, REDIS_URL
 from tests.helpers import Database, crawl_keys, start_crawl
 from tests.outage_runs import postgres_stopped, redis_blackholed
 from tests.testweb import TestWeb
+
+pytestmark = pytest.mark.integration
 
 SILENCE = 5.0
 

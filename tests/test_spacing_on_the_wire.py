@@ -17,6 +17,8 @@ from scrapy.crawler import Crawler
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
 
+pytestmark = pytest.mark.integration
+
 TOLERANCE = 0.010
 STALL = 0.25
 
