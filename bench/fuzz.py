@@ -21,7 +21,7 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawler.download.sniff import binary_kind
+from crawler.http.sniff import binary_kind
 from crawler.extraction import extract_page
 from crawler.guard import AddressPolicy
 from crawler.identity import InvalidURL, UrlNormalizer

@@ -262,4 +262,4 @@ TELNETCONSOLE_ENABLED = False
 LOG_LEVEL = "INFO"
 LOG_FORMATTER = "crawler.logformatter.BriefLogFormatter"
 # Scrapy's memory stats without a deprecation check on every read of them.
-STATS_CLASS = "crawler.stats.PlainMemoryStatsCollector"
+STATS_CLASS = "crawler.compat.PlainMemoryStatsCollector"

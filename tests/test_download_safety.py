@@ -15,8 +15,8 @@ from twisted.internet.testing import StringTransport
 from twisted.web._newclient import HTTPClientParser, Request as TxRequest
 from twisted.web.http_headers import Headers
 
-from crawler.download.headers import BoundedHTTPClientParser, HeaderLimits, HeadersTooLarge
-from crawler.download.sniff import BINARY_SHARE, SNIFF_BYTES, binary_kind
+from crawler.http.header_limits import BoundedHTTPClientParser, HeaderLimits, HeadersTooLarge
+from crawler.http.sniff import BINARY_SHARE, SNIFF_BYTES, binary_kind
 from crawler.guard import AddressPolicy, parse_networks
 from crawler.guard.resolver import GuardedResolver
 from tests.helpers import project_settings

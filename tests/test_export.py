@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from crawler.identity import surt_key, url_hash
 from crawler.items import PageItem
-from crawler.pipelines.rows import page_row
+from crawler.storage.rows import page_row
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch
 from tests.helpers import ROOT, Database, crawl_environment

@@ -9,7 +9,8 @@ from scrapy.http import Headers
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-from crawler.middlewares.filters import ContentTypeFilterMiddleware, content_type_allowed, extension_set, ignored_extension
+from crawler.http.content import content_type_allowed, extension_set, ignored_extension
+from crawler.middlewares.filters import ContentTypeFilterMiddleware
 
 
 @pytest.mark.parametrize(

@@ -15,13 +15,13 @@ from twisted.python.failure import Failure
 from twisted.web._newclient import ParseError, ResponseNeverReceived
 from twisted.web.client import ResponseFailed
 
-from crawler.download.headers import HeadersTooLarge
+from crawler.http.header_limits import HeadersTooLarge
 from crawler.extensions.job_health import FAILED, JobHealth
 from crawler.frontier.meta import DOMAIN
 from crawler.items import PageItem
 from crawler.middlewares.limiter import LimiterMiddleware
 from crawler.middlewares.retry import BackoffRetryMiddleware
-from crawler.outcomes.failures import describe, is_final, is_site_failure
+from crawler.http.failures import describe, is_final, is_site_failure
 from crawler.politeness.limiter import limiter_for
 from tests.helpers import project_settings
 

@@ -10,9 +10,8 @@ from scrapy.http import HtmlResponse
 from scrapy.settings import Settings
 from twisted.python.failure import Failure
 
-from crawler.guard import BlockedByPolicy
 from crawler.identity import normalize_url
-from crawler.middlewares.redirects import RedirectFailed
+from crawler.exceptions import BlockedByPolicy, RedirectFailed
 from crawler.outcomes import OutcomeRecorder
 from tests.helpers import project_settings
 

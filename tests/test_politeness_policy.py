@@ -8,7 +8,7 @@ import pytest
 
 from crawler.politeness.limiter import DomainLimiter
 from crawler.politeness.policy import Change, DomainState, Policy, PolicyConfig, fibonacci
-from crawler.politeness.retry_after import retry_after_seconds
+from crawler.http.headers import retry_after_seconds
 from crawler.shared.limiter import SharedDomainLimiter
 from crawler.shared.store import FrontierConfig, SharedFrontier
 from tests.helpers import crawl_keys

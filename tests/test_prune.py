@@ -11,7 +11,7 @@ import pytest
 
 from crawler.identity import surt_key, url_hash
 from crawler.items import PageItem
-from crawler.pipelines.rows import page_row
+from crawler.storage.rows import page_row
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch
 from crawler.storage.retention import RetentionPolicy, prune

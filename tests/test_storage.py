@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from crawler.items import PageItem
-from crawler.pipelines.rows import page_row
+from crawler.storage.rows import page_row
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch, JobRecord
 from crawler.storage.schema import MIGRATIONS

@@ -1,5 +1,5 @@
 """The API's side of the database: the project's storage backend (psycopg's async pool, or
-SQLite in its one thread), rows as JSON-ready dicts, and timestamps of either dialect."""
+SQLite in its one thread) and rows as JSON-ready dicts."""
 
 from __future__ import annotations
 
@@ -9,31 +9,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from crawler.storage import StorageBackend, open_backend
+from crawler.storage.values import json_value
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def as_datetime(value: Any) -> datetime | None:
-    """A timestamp column as read from either backend (PostgreSQL: datetime; SQLite: ISO text)."""
-    if value is None or isinstance(value, datetime):
-        return value
-    parsed = datetime.fromisoformat(str(value))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def epoch(value: Any) -> float | None:
-    moment = as_datetime(value)
-    return moment.timestamp() if moment else None
-
-
-def json_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, bytes | memoryview):
-        return None  # bodies are not sent through the API
-    return value
 
 
 def stats_of(text: Any) -> dict[str, Any]:

@@ -9,7 +9,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from crawler.api import figures, queries
-from crawler.api.database import epoch, utc_now
+from crawler.api.database import utc_now
+from crawler.storage.values import unix_time
 from crawler.api.services import Services
 
 MINUTE = 60.0
@@ -55,7 +56,7 @@ async def gather(found: Services) -> Overview:
     timeout = found.config.heartbeat_timeout
     stale = []
     for worker in workers:
-        heartbeat = epoch(worker["heartbeat_at"]) or 0.0
+        heartbeat = unix_time(worker["heartbeat_at"]) or 0.0
         worker["heartbeat_age"] = round(now - heartbeat, 3)
         worker["live"] = figures.is_live(worker["state"], heartbeat, now, timeout)
         if worker["state"] in figures.LIVE_STATES and not worker["live"]:
@@ -82,7 +83,7 @@ async def frontier_summary(found: Services, queued_snapshot: int) -> dict[str, A
         "SELECT COUNT(*), MIN(added_at), (SELECT COUNT(*) FROM pages WHERE status = 'skipped') "
         "FROM frontier_inbox WHERE taken_at IS NULL"
     ))[0]  # fmt: skip
-    oldest_at = epoch(oldest)
+    oldest_at = unix_time(oldest)
     summary: dict[str, Any] = {
         "source": "database",
         "inbox_pending": int(pending),

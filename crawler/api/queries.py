@@ -7,7 +7,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from crawler.api.database import Database, epoch, stats_of
+from crawler.api.database import Database, stats_of
+from crawler.storage.values import unix_time
 from crawler.api.figures import Sample, numeric
 
 WORKER_COLUMNS = ("worker_id", "job_id", "crawl_id", "spider", "hostname", "pid", "started_at", "heartbeat_at", "state", "stats")
@@ -74,7 +75,7 @@ async def workers(db: Database) -> list[dict[str, Any]]:
 
 async def samples(db: Database, since: datetime) -> list[Sample]:
     rows = await db.raw("SELECT worker_id, sampled_at, stats FROM stats_samples WHERE sampled_at >= ? ORDER BY sampled_at", (since,))
-    return [Sample(worker, epoch(at) or 0.0, numeric(stats_of(stats))) for worker, at, stats in rows]
+    return [Sample(worker, unix_time(at) or 0.0, numeric(stats_of(stats))) for worker, at, stats in rows]
 
 
 class StoredOnlyCount:

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.pipelines.rows import json_safe
+from crawler.storage.rows import json_safe
 from crawler.storage import StorageBackend, StorageRefused, StorageUnavailable, open_backend
 from crawler.storage.schema import PAGE_COLUMNS
 

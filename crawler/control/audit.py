@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from crawler.control.times import as_datetime
+from crawler.storage.values import unix_time
 
 MAX_LISTED = 20
 """Violations and 429s listed one by one at most; the counts are always complete."""
@@ -119,7 +119,7 @@ def _outcome(request: LoggedRequest) -> str:
 
 def seconds(value: datetime | str | float) -> float:
     """Unix seconds of a time as PostgreSQL (datetime), SQLite (ISO text) or a clock gives it."""
-    return float(value) if isinstance(value, int | float) else as_datetime(value).timestamp()
+    return float(value) if isinstance(value, int | float) else unix_time(value)  # type: ignore[return-value]
 
 
 def _iso(time: float) -> str:

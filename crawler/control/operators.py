@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from crawler.control.times import as_datetime
+from crawler.storage.values import as_datetime
 from crawler.politeness.overrides import DomainControl, normal_pattern
 from crawler.storage.backend import StorageBackend
 

@@ -9,10 +9,9 @@ runs after that turn's I/O (asyncio runs I/O callbacks before the timers of a tu
 only once the buffers below the request are empty (a TLS connection holds it until the
 handshake is done). So the time stamped is never earlier than the real departure.
 
-Used by the HTTP/1.1 handler (``crawler.download.handler``). Relies on private attributes of
-Scrapy's handler (``_pool``), Twisted's pool (``_factory``, the retrying wrapper's
-``_clientProtocol`` and ``_newConnection``) and the buffers of Twisted's transports;
-``tests/test_spacing_on_the_wire.py`` fails if a departure goes unstamped.
+Used by the HTTP/1.1 handler (``crawler.download.handler``), through private parts of Twisted's
+pool and transports (``crawler.compat``); ``tests/test_spacing_on_the_wire.py`` fails if a
+departure goes unstamped.
 """
 
 from __future__ import annotations
@@ -23,6 +22,8 @@ from typing import Any
 from scrapy import Request
 from twisted.internet.defer import Deferred
 from twisted.web.client import HTTPConnectionPool
+
+from crawler.compat import holds_unsent_bytes, intercept_reconnect
 
 _RECHECK_SECONDS = 0.001
 """How soon a stamp looks again at a connection whose buffers still hold the request."""
@@ -37,6 +38,7 @@ class SentReportingPool(HTTPConnectionPool):
 
     def __init__(self, reactor: Any, on_sent: Callable[[Request], None]):
         super().__init__(reactor, persistent=True)
+        self.reactor = reactor
         self.on_sent = on_sent
         self.sending: Request | None = None
 
@@ -48,11 +50,11 @@ class SentReportingPool(HTTPConnectionPool):
         return connection
 
     def _written(self, request: Request, transport: Any) -> None:
-        self._reactor.callLater(0, self._stamp_when_sent, request, transport)
+        self.reactor.callLater(0, self._stamp_when_sent, request, transport)
 
     def _stamp_when_sent(self, request: Request, transport: Any) -> None:
-        if _holds_unsent_bytes(transport):
-            self._reactor.callLater(_RECHECK_SECONDS, self._stamp_when_sent, request, transport)
+        if holds_unsent_bytes(transport):
+            self.reactor.callLater(_RECHECK_SECONDS, self._stamp_when_sent, request, transport)
             return
         self.on_sent(request)
 
@@ -66,26 +68,10 @@ class _ReportingConnection:
 
     def request(self, request: Any) -> Deferred[Any]:
         connection = self._connection
-        reconnect = getattr(connection, "_newConnection", None)
-        if reconnect is not None:
-            # The pool's retrying wrapper writes the request again on a new connection when the
-            # kept-alive one turns out closed: that write is a departure too, and the later one.
-            connection._newConnection = lambda: reconnect().addCallback(_ReportingConnection, self._written)
+        # The pool's retrying wrapper writes the request again on a new connection when the
+        # kept-alive one turns out closed: that write is a departure too, and the later one.
+        protocol = intercept_reconnect(connection, lambda new: _ReportingConnection(new, self._written))
         answer = connection.request(request)  # the request is in the transport's buffer now
-        protocol = getattr(connection, "_clientProtocol", connection)
         self._written(protocol.transport)
         return answer
-
-
-def _holds_unsent_bytes(transport: Any) -> bool:
-    """Whether the request may still sit in a buffer of ``transport`` or of those below it."""
-    while transport is not None:
-        if getattr(transport, "disconnected", False):
-            return False  # gone: nothing more will leave
-        if not getattr(transport, "_handshakeDone", True) or getattr(transport, "_appSendBuffer", None):
-            return True  # TLS: application data waits for the handshake
-        if getattr(transport, "_tempDataLen", 0) or len(getattr(transport, "dataBuffer", b"")) > getattr(transport, "offset", 0):
-            return True  # TCP: not all written to the socket yet
-        transport = getattr(transport, "transport", None)
-    return False
 

@@ -24,9 +24,11 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CannotResolveHostError
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
+from twisted.web.client import HTTPConnectionPool
 
+from crawler.compat import set_protocol_factory, use_connection_pool
 from crawler.download.departures import SentReportingPool
-from crawler.download.headers import BoundedHTTP11ClientFactory, HeaderLimits
+from crawler.http.header_limits import BoundedHTTP11ClientFactory, HeaderLimits
 from crawler.frontier.meta import DELAY_IN_FORCE, DOMAIN, LEAVE_AT, SENT_AT
 from crawler.guard.blocked import refuse
 from crawler.guard.resolver import installed_resolver
@@ -44,11 +46,14 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
         settings = crawler.settings
         limits = HeaderLimits(settings.getint("CRAWLER_MAX_HEADER_BYTES"), settings.getint("CRAWLER_MAX_HEADERS"))
         self.spacing_margin = settings.getfloat("CRAWLER_SPACING_MARGIN")
-        stock = self._pool
-        pool = SentReportingPool(reactor, self._sent)
-        pool.maxPersistentPerHost = stock.maxPersistentPerHost
-        pool._factory = partial(BoundedHTTP11ClientFactory, limits=limits)
-        self._pool = pool
+        self._sending = SentReportingPool(reactor, self._sent)
+        set_protocol_factory(self._sending, partial(BoundedHTTP11ClientFactory, limits=limits))
+
+        def reporting(stock: HTTPConnectionPool) -> SentReportingPool:
+            self._sending.maxPersistentPerHost = stock.maxPersistentPerHost
+            return self._sending
+
+        use_connection_pool(self, reporting)
 
     async def download_request(self, request: Request) -> Response:
         domain = request.meta.get(DOMAIN)
@@ -62,17 +67,17 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
             refusal = resolver.refusals.get(host) if resolver is not None else None
             if refusal is None:
                 raise
-            guard = AddressGuardMiddleware.of(self._crawler)
+            guard = AddressGuardMiddleware.of(self.crawler)
             if guard is not None and guard.seeded(request):  # a seed of another process
                 return await self._download(request)
-            raise refuse(self._crawler.stats, request, refusal) from None
+            raise refuse(self.crawler.stats, request, refusal) from None
 
     async def _departure_time_came(self, domain: str, leave_at: float) -> None:
         # Asked again after every wait: a block or a longer delay may have come meanwhile.
-        limiter = limiter_for(self._crawler)
+        limiter = limiter_for(self.crawler)
         while (wait := self._departure_at(limiter, domain, leave_at) - (now := limiter.clock())) > 0:
             if limiter.state(domain).blocked_until > now:
-                self._crawler.stats.inc_value("limiter/held_for_block_count")
+                self.crawler.stats.inc_value("limiter/held_for_block_count")
             await asyncio.sleep(wait)
 
     def _departure_at(self, limiter: DomainLimiter, domain: str, leave_at: float) -> float:
@@ -83,11 +88,11 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
         return at + self.spacing_margin * limiter.effective_delay(domain) if at else at
 
     async def _download(self, request: Request) -> Response:
-        self._pool.sending = request
+        self._sending.sending = request
         return await super().download_request(request)
 
     def _sent(self, request: Request) -> None:
-        limiter = limiter_for(self._crawler)
+        limiter = limiter_for(self.crawler)
         sent_at = request.meta[SENT_AT] = limiter.clock()
         logger.debug("Sent at %.6f: %s", sent_at, request)
         domain = request.meta.get(DOMAIN)

@@ -22,7 +22,7 @@ from crawler.control.operators import Controls, cancel_requested, read_controls,
 from crawler.control.worker import worker_id
 from crawler.extensions.heartbeat import Heartbeat
 from crawler.extensions.periodic import PeriodicExtension
-from crawler.frontier.meta import wake_engine
+from crawler.compat import schedule_engine
 from crawler.politeness.limiter import limiter_for
 
 logger = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ class CrawlControl(PeriodicExtension):
             engine.pause()
         else:
             engine.unpause()
-            wake_engine(self.crawler)
+            schedule_engine(self.crawler)
         logger.info("The crawl is %s by an operator", "paused" if paused else "resumed")
         self._set_state("paused" if paused else "running")
 

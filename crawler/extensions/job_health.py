@@ -27,7 +27,7 @@ from crawler.exitcodes import REASON_SEEDS_UNREACHABLE
 from crawler.items import PageItem
 from crawler.politeness.limiter import limiter_for
 from crawler.politeness.policy import Outcome
-from crawler.politeness.signals import domain_blocked
+from crawler.signals import domain_blocked
 
 logger = logging.getLogger(__name__)
 

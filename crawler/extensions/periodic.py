@@ -13,7 +13,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from crawler.storage import StorageUnavailable
-from crawler.storage.shared import SharedStorage, shared_storage
+from crawler.storage.outbox import SharedStorage, shared_storage
 
 logger = logging.getLogger(__name__)
 

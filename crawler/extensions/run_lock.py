@@ -25,7 +25,7 @@ from scrapy.exceptions import CloseSpider, NotConfigured
 from crawler.exitcodes import REASON_ALREADY_RUNNING
 from crawler.shared.connection import redis_enabled
 from crawler.storage import StorageBackend, StorageUnavailable
-from crawler.storage.shared import shared_storage
+from crawler.storage.outbox import shared_storage
 
 logger = logging.getLogger(__name__)
 

@@ -1,11 +1,11 @@
-"""What the frontier and the middlewares share: request meta keys, the domain of a request,
-and how to make the engine ask the frontier again."""
+"""What the frontier and the middlewares share: request meta keys and the domain of a request."""
 
 from __future__ import annotations
 
 from scrapy import Request
-from scrapy.crawler import Crawler
 from scrapy.utils.httpobj import urlparse_cached
+
+from crawler.identity import netloc_key
 
 NOT_BEFORE = "not_before"
 """Unix time before which the frontier does not hand the request out (retries with backoff)."""
@@ -36,11 +36,4 @@ def robots_holder(domain: str) -> str:
 
 def domain_key(request: Request) -> str:
     """The unit of politeness: host and port, as robots.txt is scoped."""
-    return urlparse_cached(request).netloc.rpartition("@")[2].lower()
-
-
-def wake_engine(crawler: Crawler) -> None:
-    """Have the engine ask the scheduler for requests now (its own scheduling call)."""
-    engine = crawler.engine
-    if engine is not None and engine._slot is not None:
-        engine._slot.nextcall.schedule()
+    return netloc_key(urlparse_cached(request).netloc)

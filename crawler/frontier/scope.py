@@ -2,30 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from urllib.parse import urlsplit
+
+from crawler.identity import host_of, site_of
 
 SCOPES = ("host", "site", "any")
-
-
-# An absolute URL as the normal form writes it: its authority ends at the first "/", "?" or "#".
-_NORMAL_AUTHORITY = re.compile(r"[a-z][a-z0-9+.-]*://([^/?#\\\s\[\]]*)[/?#]")
-
-
-def host_of(url: str) -> str:
-    """The host, with a non-default port if any, lowercase."""
-    # Called for every new link: reading a normal URL's authority costs a tenth of urlsplit.
-    # (Not for non-ASCII: urlsplit refuses hosts that NFKC normalization would change.)
-    normal = _NORMAL_AUTHORITY.match(url) if url.isascii() else None
-    netloc = normal.group(1) if normal else urlsplit(url).netloc
-    return netloc.rpartition("@")[2].lower()
-
-
-def site_of(url: str) -> str:
-    """The host without a leading ``www.``, with a non-default port if any."""
-    netloc = host_of(url)
-    return netloc[4:] if netloc.startswith("www.") else netloc
 
 
 class Scope:

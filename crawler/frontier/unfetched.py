@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from scrapy import Request
 from scrapy.crawler import Crawler
 
-from crawler.pipelines.rows import page_row
-from crawler.storage.shared import shared_storage
+from crawler.storage.rows import page_row
+from crawler.storage.outbox import shared_storage
 
 CHUNK = 1_000
 """Skipped rows written at a time."""

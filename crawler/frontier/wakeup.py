@@ -7,7 +7,7 @@ from typing import Any
 
 from scrapy.crawler import Crawler
 
-from crawler.frontier.meta import wake_engine
+from crawler.compat import schedule_engine
 
 
 class EngineWakeup:
@@ -26,7 +26,7 @@ class EngineWakeup:
             if self._call.getTime() <= reactor.seconds() + delay:
                 return
             self._call.cancel()
-        self._call = reactor.callLater(delay, wake_engine, self.crawler)
+        self._call = reactor.callLater(delay, schedule_engine, self.crawler)
 
     def cancel(self) -> None:
         if self._call is not None and self._call.active():

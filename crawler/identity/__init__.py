@@ -1,5 +1,6 @@
-"""URL identity: the normal form, its hash and its SURT key."""
+"""URL identity: the normal form, its hash and its SURT key, and the host the crawl keys it by."""
 
+from crawler.identity.hosts import host_of, netloc_key, site_of
 from crawler.identity.normalize import (
     DEFAULT_TRACKING_PARAMS,
     InvalidURL,
@@ -13,7 +14,10 @@ __all__ = [
     "DEFAULT_TRACKING_PARAMS",
     "InvalidURL",
     "UrlNormalizer",
+    "host_of",
+    "netloc_key",
     "normalize_url",
+    "site_of",
     "surt_key",
     "url_hash",
 ]

@@ -1,56 +1,28 @@
-"""Keep only the responses the crawl wants: content types by an accept list and then a reject
-list, with wildcards (``text/*``, ``application/*+xml``), and no binary content served under a
-text type (sniffed from the first bytes: a PNG served as ``text/html`` is not stored as text).
+"""Keep only the responses the crawl wants (``CRAWLER_ACCEPT_CONTENT_TYPES``, then
+``CRAWLER_REJECT_CONTENT_TYPES``), and no binary content served under a text type (sniffed from
+the first bytes: a PNG served as ``text/html`` is not stored as text).
 
 A refused response becomes a ``filtered`` row with the reason, without its body. The type is
-judged as soon as the headers arrive (``headers_received``), and the body of a refused one is
-not downloaded (``StopDownload``); the response, empty, then gets its row here. Sizes and
-compression are Scrapy's already: ``DOWNLOAD_MAXSIZE`` caps the body as received and, through
-``HttpCompressionMiddleware`` (gzip, deflate, br, zstd), as decompressed. Enabled at 585:
-under redirects (600), so only final answers are judged, and above retries (550).
+judged as soon as the headers arrive (``headers_received``), and the body of a refused one is not
+downloaded (``StopDownload``); the response, empty, then gets its row here. Sizes and compression
+are Scrapy's: ``DOWNLOAD_MAXSIZE`` caps the body as received and as decompressed. Placed under
+the redirect middleware, so only final answers are judged.
 """
 
 from __future__ import annotations
 
-import posixpath
-from collections.abc import Iterable
-from fnmatch import fnmatchcase
 from typing import Any, Self
-from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest, StopDownload
+from scrapy.exceptions import StopDownload
 from scrapy.http import Headers, Response
 
-from crawler.download.sniff import binary_kind
-from crawler.headers import media_type as response_media_type, parse_media_type
-
-
-class ResponseFiltered(IgnoreRequest):
-    """A response the crawl does not keep; the message says why."""
-
-    def __init__(self, reason: str, response: Response | None = None):
-        super().__init__(reason)
-        self.response = response
-
-
-def content_type_allowed(media_type: str | None, accept: Iterable[str], reject: Iterable[str]) -> bool:
-    """Whether ``media_type`` passes the accept list, then the reject list. Unknown types pass."""
-    if not media_type:
-        return True
-    return any(fnmatchcase(media_type, p) for p in accept) and not any(fnmatchcase(media_type, p) for p in reject)
-
-
-def ignored_extension(url: str, extensions: frozenset[str]) -> str | None:
-    """The extension of ``url``'s path (``.pdf``) when it is one of ``extensions``."""
-    extension = posixpath.splitext(urlsplit(url).path)[1].lower()
-    return extension if extension in extensions else None
-
-
-def extension_set(extensions: Iterable[str]) -> frozenset[str]:
-    """``pdf``, ``.PDF`` → ``.pdf``; empty entries dropped."""
-    return frozenset("." + e.strip().lower().lstrip(".") for e in extensions if e.strip())
+from crawler.exceptions import ResponseFiltered
+from crawler.http.content import content_type_allowed
+from crawler.http.headers import media_type as response_media_type
+from crawler.http.headers import parse_media_type
+from crawler.http.sniff import binary_kind
 
 
 class ContentTypeFilterMiddleware:

@@ -29,10 +29,10 @@ from crawler.frontier.meta import DELAY_IN_FORCE, DOMAIN, HOLDER, RESERVATION
 from crawler.robots.cache import CACHED_RESPONSE_FLAG
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.politeness.policy import Change, Outcome
-from crawler.headers import retry_after
-from crawler.outcomes.failures import is_final
-from crawler.politeness.signals import domain_blocked
-from crawler.storage.shared import shared_storage
+from crawler.http.headers import retry_after
+from crawler.http.failures import is_final
+from crawler.signals import domain_blocked
+from crawler.storage.outbox import shared_storage
 
 logger = logging.getLogger(__name__)
 

@@ -10,25 +10,20 @@ the chain.
 
 from __future__ import annotations
 
-from typing import Any
-
 from scrapy import Request
-from scrapy.downloadermiddlewares.redirect import BaseRedirectMiddleware, MetaRefreshMiddleware, RedirectMiddleware
-from scrapy.exceptions import IgnoreRequest
+from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.http import HtmlResponse, Response
 from w3lib.encoding import html_to_unicode
 from w3lib.html import get_meta_refresh
 
-from crawler.guard.blocked import RedirectRefused, refuse
+from crawler.compat import CheckedRedirectBase
+from crawler.exceptions import RedirectFailed, RedirectRefused
+from crawler.guard.blocked import refuse
 from crawler.middlewares.address_guard import AddressGuardMiddleware
 
 
-class RedirectFailed(IgnoreRequest):
-    """A redirect chain that ends without a page (a loop, too many hops); the message says how."""
-
-
-class CheckedRedirects(BaseRedirectMiddleware):
-    def _redirect(self, redirected: Request, request: Request, reason: Any) -> Request:
+class CheckedRedirects(CheckedRedirectBase):
+    def check_redirect(self, redirected: Request, request: Request) -> None:
         chain = [*request.meta.get("redirect_urls", ()), request.url]
         if redirected.url in chain:
             raise RedirectFailed(f"redirect loop: {_shown(chain, redirected.url)}")
@@ -36,7 +31,6 @@ class CheckedRedirects(BaseRedirectMiddleware):
         if not request.meta.get("redirect_ttl", self.max_redirect_times) or hops > self.max_redirect_times:
             raise RedirectFailed(f"more than {hops - 1} redirects: {_shown(chain, redirected.url)}")
         self._check(redirected, request)
-        return super()._redirect(redirected, request, reason)
 
     def _check(self, redirected: Request, request: Request) -> None:
         spider = self.crawler.spider

@@ -24,7 +24,7 @@ from scrapy.http import Response
 from crawler.control.worker import worker_id
 from crawler.frontier.meta import DELAY_IN_FORCE, SENT_AT, domain_key
 from crawler.robots.cache import CACHED_RESPONSE_FLAG
-from crawler.storage.shared import shared_storage
+from crawler.storage.outbox import shared_storage
 
 RESPONSE = "response"
 """The outcome of a request answered over HTTP; other outcomes name the error."""

@@ -21,10 +21,10 @@ from scrapy.http import Response
 from scrapy.utils.response import response_status_message
 
 from crawler.frontier.meta import NOT_BEFORE
-from crawler.outcomes.failures import is_final
+from crawler.http.failures import is_final
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.politeness.policy import fibonacci
-from crawler.headers import retry_after
+from crawler.http.headers import retry_after
 
 
 class BackoffRetryMiddleware(RetryMiddleware):

@@ -28,16 +28,16 @@ from scrapy.http.headers import Headers
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
-from crawler.frontier.meta import DOMAIN, HOLDER, RESERVATION, domain_key, robots_holder, wake_engine
-from crawler.guard import BlockedByPolicy
-from crawler.guard.blocked import RedirectRefused
+from crawler.compat import schedule_engine
+from crawler.exceptions import BlockedByPolicy, RedirectRefused, RobotsUnreachable
+from crawler.frontier.meta import DOMAIN, HOLDER, RESERVATION, domain_key, robots_holder
 from crawler.politeness.limiter import DomainLimiter, limiter_for
 from crawler.robots.cache import CACHED_RESPONSE_FLAG, RobotsCache, RobotsEntry
 from crawler.robots.rules import MAX_BYTES, RobotsRules
-from crawler.robots.status import RobotsUnreachable, no_answer, rules_for_status, unreachable
+from crawler.robots.status import no_answer, rules_for_status, unreachable
 from crawler.shared.connection import shared_services
 from crawler.shared.robots import SharedRobots, SharedRobotsFile
-from crawler.storage.shared import shared_storage
+from crawler.storage.outbox import shared_storage
 from crawler.storage.values import unix_time
 
 logger = logging.getLogger(__name__)
@@ -157,7 +157,7 @@ class RobotsMiddleware:
             entry = self._store(domain, self._rules(response.status, body), response.status, body)
         finally:
             self._fetching.pop(domain, None)
-            wake_engine(self.crawler)  # the domain's pages may be handed out now
+            schedule_engine(self.crawler)  # the domain's pages may be handed out now
         return entry
 
     def headers_received(self, headers: Headers, request: Request) -> None:

@@ -18,17 +18,14 @@ from scrapy.utils.python import global_object_name
 from twisted.python.failure import Failure
 from w3lib.encoding import read_bom
 
+from crawler.exceptions import BlockedByPolicy, RedirectFailed, ResponseFiltered, RobotsUnreachable
 from crawler.extraction import PageData, extract_page, parse_robots_directives
-from crawler.guard import BlockedByPolicy
 from crawler.extraction.budget import DocumentWorkers
-from crawler.identity import surt_key, url_hash
+from crawler.identity import host_of, surt_key, url_hash
 from crawler.identity.resolve import LinkResolver
 from crawler.items import PageItem
-from crawler.middlewares.filters import ResponseFiltered
-from crawler.robots.status import RobotsUnreachable
-from crawler.middlewares.redirects import RedirectFailed
-from crawler.outcomes.failures import describe, is_site_failure
-from crawler.headers import header, header_values, http_date, media_type
+from crawler.http.failures import describe, is_site_failure
+from crawler.http.headers import header, header_values, http_date, media_type
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
@@ -55,7 +52,7 @@ class OutcomeRecorder:
             url=url,
             url_hash=url_hash(url),
             surt_key=surt_key(url),
-            domain=_domain(url),
+            domain=host_of(url),
             status=status,
             crawled_at=datetime.now(UTC),
             depth=meta.get("depth", 0),
@@ -209,10 +206,6 @@ def _utf8_document(response: TextResponse) -> bytes:
 
 def _squashed_text(response: TextResponse) -> str:
     return " ".join(response.text.split())
-
-
-def _domain(url: str) -> str:
-    return url.split("://", 1)[-1].split("/", 1)[0].rpartition("@")[2]
 
 
 def _summary(problems: list[str], shown: int = 5) -> str:

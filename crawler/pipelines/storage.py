@@ -24,12 +24,12 @@ from scrapy.utils.python import global_object_name
 
 from crawler.exitcodes import REASON_DATABASE_REFUSED, REASON_DATABASE_UNREACHABLE
 from crawler.items import PageItem, SitemapEntryItem
-from crawler.pipelines.rows import json_safe, page_row, sitemap_entry_row
+from crawler.storage.rows import json_safe, page_row, sitemap_entry_row
 from crawler.storage import StorageRefused, StorageUnavailable, open_backend
 from crawler.storage.backend import Batch, JobRecord
 from crawler.storage.schema import PAGE_COLUMNS
-from crawler.storage.shared import register
-from crawler.storage.signals import rows_committed
+from crawler.storage.outbox import register
+from crawler.signals import rows_committed
 
 logger = logging.getLogger(__name__)
 

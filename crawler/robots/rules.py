@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 from protego import Protego
 
+from crawler.compat import matched_rule, protego_groups
+
 _UA_FIELDS = frozenset({"user-agent", "useragent", "user agent"})
 _RULE_FIELDS = frozenset({"allow", "disallow"})
 _SITE_WIDE_FIELDS = frozenset({"sitemap", "sitemaps", "site-map", "host"})
@@ -62,7 +64,7 @@ class RobotsRules:
         # The crawler's own agent is matched as given, as Google's parser does: "Foo Bar" is
         # not the product token "foo".
         rules = cls(user_agent.strip().lower(), parser, allow_all=False)
-        token = rules.user_agent if rules.user_agent in parser._user_agents or rules.user_agent in delays else "*"
+        token = rules.user_agent if rules.user_agent in protego_groups(parser) or rules.user_agent in delays else "*"
         rules.crawl_delay = delays.get(token)
         rules.sitemaps = list(dict.fromkeys(parser.sitemaps))
         return rules
@@ -88,21 +90,11 @@ class RobotsRules:
             allowed = rule_set.can_fetch(url)
         except ValueError:  # Protego cannot split it (``http://[x``): nothing could fetch it either
             return Decision(False, "unparsable URL")
-        return Decision(allowed, self._matched_rule(rule_set, url, allowed))
+        return Decision(allowed, matched_rule(rule_set, url) or "no rule matched")
 
     def _rule_set(self):
-        groups = self.parser._user_agents if self.parser is not None else {}
+        groups = protego_groups(self.parser) if self.parser is not None else {}
         return groups.get(self.user_agent) or groups.get("*")
-
-    @staticmethod
-    def _matched_rule(rule_set, url: str, allowed: bool) -> str:
-        from protego._utils import _quote_path
-
-        quoted = _quote_path(url)
-        for rule in rule_set._rules:  # Protego's own order: longest match first, Allow on ties
-            if rule.value.match(quoted):
-                return f"{rule.field.capitalize()}: {rule.value._pattern}"
-        return "no rule matched"
 
 
 _ESCAPED_DELIMITER = re.compile(r"%(3A|2F|3F|40)", re.IGNORECASE)

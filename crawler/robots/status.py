@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError, DownloadTimeoutError, IgnoreRequest
+from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError, DownloadTimeoutError
 
 from crawler.robots.rules import RobotsRules
-
-
-class RobotsUnreachable(IgnoreRequest):
-    """The site gave no answer at all for its robots.txt: its pages are errors, not refusals."""
 
 
 def no_answer(exc: BaseException) -> str:

@@ -39,12 +39,12 @@ from crawler.frontier.unfetched import record_outcome
 from crawler.frontier.wakeup import EngineWakeup
 from crawler.middlewares.robots import robots_for
 from crawler.politeness.limiter import limiter_for
-from crawler.politeness.signals import domain_blocked
+from crawler.signals import domain_blocked
 from crawler.shared.connection import shared_services
 from crawler.shared.link import Op
 from crawler.shared.scope import SharedScope
 from crawler.shared.store import FrontierSizes, PopBatch, Popped, SharedFrontier, parse_pop
-from crawler.storage.signals import rows_committed
+from crawler.signals import rows_committed
 
 logger = logging.getLogger(__name__)
 

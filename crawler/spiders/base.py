@@ -26,14 +26,14 @@ from crawler.frontier.seeds import parse_seeds
 from crawler.identity import InvalidURL, UrlNormalizer
 from crawler.items import PageItem
 from crawler.middlewares.address_guard import AddressGuardMiddleware
-from crawler.middlewares.filters import extension_set, ignored_extension
+from crawler.http.content import extension_set, ignored_extension
 from crawler.outcomes import OutcomeRecorder
 from crawler.recrawl.schedule import RevisitPolicy, RevisitSchedule
 from crawler.recrawl.stored import QUERY_SIZE, StoredPage, StoredPages, history_of
 from crawler.shared.connection import crawl_id, shared_services
 from crawler.shared.scope import SharedScope
 from crawler.storage import StorageUnavailable
-from crawler.storage.shared import shared_storage
+from crawler.storage.outbox import shared_storage
 
 T = TypeVar("T")
 

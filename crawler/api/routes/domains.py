@@ -7,7 +7,8 @@ from datetime import timedelta
 from aiohttp import web
 
 from crawler.api import params, queries
-from crawler.api.database import epoch, utc_now
+from crawler.api.database import utc_now
+from crawler.storage.values import unix_time
 from crawler.api.routing import DOMAIN, Param, Route
 from crawler.api.services import services
 from crawler.control.audit import summarize
@@ -22,7 +23,7 @@ async def domains(request: web.Request) -> web.Response:
     total, rows = await queries.domains(found.db, sort, order == "desc", limit, offset, params.text(request, "q", 255), found.stored_only)
     now = utc_now().timestamp()
     for row in rows:
-        until = epoch(row["blocked_until"])
+        until = unix_time(row["blocked_until"])
         row["blocked_for"] = round(until - now, 3) if until and until > now else 0.0
         row["paused"] = bool(row["paused"])
     return web.json_response({"total": total, "domains": rows})

@@ -1,11 +1,9 @@
 """Bounds on a response's header section, which ``DOWNLOAD_MAXSIZE`` does not count: a server
 sending header lines without end would otherwise grow the process without limit.
 
-Twisted's parser (``twisted.web._newclient.HTTPParser``, a ``LineReceiver``) caps each line at
-16 KiB but keeps every line; this parser counts them and gives up past the limits, which ends
-the connection with ``HeadersTooLarge`` as the reason. Built on Scrapy's lenient parser and
-protocol (private classes of ``scrapy.core.downloader.handlers.http11``; a contract test pins
-them).
+Twisted's parser caps each line at 16 KiB but keeps every line; this parser counts them and gives
+up past the limits, which ends the connection with ``HeadersTooLarge`` as the reason. Built on
+Scrapy's lenient parser, protocol and factory (``crawler.compat``).
 """
 
 from __future__ import annotations
@@ -13,14 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from scrapy.core.downloader.handlers.http11 import (
-    _LenientHTTP11ClientFactory,
-    _LenientHTTP11ClientProtocol,
-    _LenientHTTPClientParser,
-)
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IAddress
-from twisted.web._newclient import STATUS
+
+from crawler.compat import (
+    STATUS,
+    LenientHTTP11ClientFactory,
+    LenientHTTP11ClientProtocol,
+    LenientHTTPClientParser,
+    quiescent_callback,
+    rebind_parser,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,7 @@ class HeadersTooLarge(Exception):
     """A response whose header section passed the limits; the message says which."""
 
 
-class BoundedHTTPClientParser(_LenientHTTPClientParser):
+class BoundedHTTPClientParser(LenientHTTPClientParser):
     # Set by the protocol: the parser is made by Twisted and its class replaced afterwards.
     limits: HeaderLimits
     header_bytes: int
@@ -53,24 +54,23 @@ class BoundedHTTPClientParser(_LenientHTTPClientParser):
         super().lineReceived(line)
 
 
-class BoundedHTTP11ClientProtocol(_LenientHTTP11ClientProtocol):
+class BoundedHTTP11ClientProtocol(LenientHTTP11ClientProtocol):
     def __init__(self, quiescentCallback: Any, limits: HeaderLimits):
         super().__init__(quiescentCallback)
         self.limits = limits
 
     def request(self, request: Any) -> Deferred[Any]:
         d = super().request(request)
-        parser = self._parser
-        if parser is not None:  # None when the request failed at once
-            parser.__class__ = BoundedHTTPClientParser
+        parser = rebind_parser(self, BoundedHTTPClientParser)
+        if parser is not None:
             parser.limits, parser.header_bytes, parser.header_lines = self.limits, 0, 0
         return d
 
 
-class BoundedHTTP11ClientFactory(_LenientHTTP11ClientFactory):
+class BoundedHTTP11ClientFactory(LenientHTTP11ClientFactory):
     def __init__(self, quiescentCallback: Any, metadata: Any, limits: HeaderLimits):
         super().__init__(quiescentCallback, metadata)
         self.limits = limits
 
     def buildProtocol(self, addr: IAddress | None) -> BoundedHTTP11ClientProtocol:
-        return BoundedHTTP11ClientProtocol(self._quiescentCallback, self.limits)
+        return BoundedHTTP11ClientProtocol(quiescent_callback(self), self.limits)

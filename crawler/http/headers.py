@@ -7,8 +7,6 @@ from email.utils import parsedate_to_datetime
 
 from scrapy.http import Response
 
-from crawler.politeness.retry_after import retry_after_seconds
-
 
 def header(response: Response, name: str) -> str | None:
     value = response.headers.get(name)
@@ -42,3 +40,20 @@ def parse_media_type(value: str | None) -> str | None:
 def retry_after(response: Response, now: float) -> float | None:
     """Seconds the server asks us to wait (``Retry-After``), from ``now`` (Unix time)."""
     return retry_after_seconds(header(response, "Retry-After"), now)
+
+
+def retry_after_seconds(value: str | None, now: float) -> float | None:
+    """A ``Retry-After`` value, delay-seconds or an HTTP date (RFC 9110 §10.2.3), as seconds to
+    wait from ``now`` (a Unix time); None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - now)

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from OpenSSL.SSL import Error as TLSError
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from twisted.python.failure import Failure
-from twisted.web._newclient import BadHeaders, ParseError, ResponseNeverReceived
 from twisted.web.client import ResponseFailed
 
-from crawler.download.headers import HeadersTooLarge
+from crawler.compat import BadHeaders, ParseError, ResponseNeverReceived
+from crawler.http.header_limits import HeadersTooLarge
 
 _PROTOCOL_ERRORS = (ParseError, BadHeaders, HeadersTooLarge)
 

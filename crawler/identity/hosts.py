@@ -1,0 +1,29 @@
+"""A URL's host as the crawl keys it: the domain of politeness (host and port, as robots.txt is
+scoped) and the site of scope (the host without a leading ``www.``)."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+# An absolute URL as the normal form writes it: its authority ends at the first "/", "?" or "#".
+_NORMAL_AUTHORITY = re.compile(r"[a-z][a-z0-9+.-]*://([^/?#\\\s\[\]]*)[/?#]")
+
+
+def netloc_key(netloc: str) -> str:
+    """The host and port of a URL's authority, without user information, lowercase."""
+    return netloc.rpartition("@")[2].lower()
+
+
+def host_of(url: str) -> str:
+    """The host, with a non-default port if any, lowercase."""
+    # Called for every new link: a normal URL's authority is read with one regular expression
+    # (not for non-ASCII: urlsplit refuses hosts that NFKC normalization would change).
+    normal = _NORMAL_AUTHORITY.match(url) if url.isascii() else None
+    return netloc_key(normal.group(1) if normal else urlsplit(url).netloc)
+
+
+def site_of(url: str) -> str:
+    """The host without a leading ``www.``, with a non-default port if any."""
+    netloc = host_of(url)
+    return netloc[4:] if netloc.startswith("www.") else netloc
