@@ -21,8 +21,10 @@ import redis
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
-from crawler.shared.bloom import BloomShape
-from crawler.shared.dupefilter import BloomSeenFilter, MarkedSeenFilter, SeenFilter
+from crawler.seen.bloom_shape import BloomShape
+from crawler.seen.bloom import BloomSeenFilter
+from crawler.seen.exact import ExactSeenFilter
+from crawler.seen.filter import MarkedSeenFilter
 from tests.throwaway_redis import ThrowawayRedis, redisbloom_module
 
 BATCH = 2_000
@@ -94,7 +96,7 @@ def main() -> None:
     probed = fingerprints(fingerprinter, 10**10, options.probes)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        run(root, "exact (64-bit values in small sets)", lambda c: SeenFilter(c, "seen", fingerprinter), marked, None)
+        run(root, "exact (64-bit values in small sets)", lambda c: ExactSeenFilter(c, "seen", fingerprinter), marked, None)
         for error_rate in options.rates:
             shape = BloomShape.for_capacity(options.count, error_rate)
             for use_module in (False, True):

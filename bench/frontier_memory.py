@@ -34,9 +34,9 @@ from scrapy_redis.queue import PriorityQueue
 from crawler.frontier.codec import RequestCodec
 from crawler.frontier.priority import request_priority
 from crawler.settings import CRAWLER_REDIS_LOCAL_META_KEYS, CRAWLER_REDIS_META_KEYS
-from crawler.shared.dupefilter import SeenFilter
-from crawler.shared.queue import QueueEntry
-from crawler.shared.store import FrontierConfig, SharedFrontier
+from crawler.seen.exact import ExactSeenFilter
+from crawler.frontier.queue_redis import QueueEntry
+from crawler.redis.store import FrontierConfig, FrontierStore
 from tests.helpers import PageSpider
 from tests.throwaway_redis import ThrowawayRedis
 
@@ -70,10 +70,10 @@ def measure(client: redis.Redis, count: int, push: object) -> float:
     return (used_memory(client) - before) / count
 
 
-def ours(client: redis.Redis, spider: PageSpider, crawler) -> tuple[SharedFrontier, object]:
-    frontier = SharedFrontier(client, "crawler:bench", FrontierConfig(default_delay=0.0, default_concurrency=10**9, robots=False))
+def ours(client: redis.Redis, spider: PageSpider, crawler) -> tuple[FrontierStore, object]:
+    frontier = FrontierStore(client, "crawler:bench", FrontierConfig(default_delay=0.0, default_concurrency=10**9, robots=False))
     codec = RequestCodec(spider, CRAWLER_REDIS_META_KEYS, CRAWLER_REDIS_LOCAL_META_KEYS)
-    seen = SeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter)
+    seen = ExactSeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter)
 
     def push(count: int) -> None:
         for request in link_requests(spider, count):
@@ -94,7 +94,7 @@ def stock(client: redis.Redis, spider: PageSpider) -> object:
     return push
 
 
-def million(client: redis.Redis, frontier: SharedFrontier, push: object, count: int) -> None:
+def million(client: redis.Redis, frontier: FrontierStore, push: object, count: int) -> None:
     client.flushall()
     started = time.monotonic()
     push(count)  # type: ignore[operator]

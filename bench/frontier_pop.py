@@ -29,8 +29,8 @@ from scrapy.squeues import FifoMemoryQueue
 from scrapy.utils.test import get_crawler
 
 from crawler.frontier.compact import CompactFifoMemoryQueue
-from crawler.frontier.queue import PolitePriorityQueue
-from crawler.politeness.limiter import DomainLimiter
+from crawler.frontier.queue_local import PolitePriorityQueue
+from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.policy import Policy, PolicyConfig
 from tests.helpers import FakeClock
 

@@ -26,10 +26,11 @@ from scrapy.utils.test import get_crawler
 
 from crawler.frontier.codec import RequestCodec
 from crawler.settings import CRAWLER_REDIS_LOCAL_META_KEYS, CRAWLER_REDIS_META_KEYS
-from crawler.shared.bloom import BloomShape
-from crawler.shared.dupefilter import BloomSeenFilter, SeenFilter
-from crawler.shared.queue import QueueEntry
-from crawler.shared.store import FrontierConfig, SharedFrontier
+from crawler.seen.bloom_shape import BloomShape
+from crawler.seen.bloom import BloomSeenFilter
+from crawler.seen.exact import ExactSeenFilter
+from crawler.frontier.queue_redis import QueueEntry
+from crawler.redis.store import FrontierConfig, FrontierStore
 from bench.frontier_memory import link_requests
 from tests.helpers import PageSpider
 from tests.throwaway_redis import ThrowawayRedis
@@ -37,7 +38,7 @@ from tests.throwaway_redis import ThrowawayRedis
 PIPELINE = 1_000
 
 
-def push_tenth(frontier: SharedFrontier, codec: RequestCodec, seen, requests: Iterator[Request]) -> int:
+def push_tenth(frontier: FrontierStore, codec: RequestCodec, seen, requests: Iterator[Request]) -> int:
     pushed, pipe = 0, frontier.client.pipeline(transaction=False)
     for request in requests:
         entry = QueueEntry.of(request, codec, seen.marker(request))
@@ -49,7 +50,7 @@ def push_tenth(frontier: SharedFrontier, codec: RequestCodec, seen, requests: It
     return pushed
 
 
-def hand_out(frontier: SharedFrontier, sample: int) -> list[float]:
+def hand_out(frontier: FrontierStore, sample: int) -> list[float]:
     """Seconds per request handed out and acknowledged, for ``sample`` requests."""
     times = []
     for _ in range(sample):
@@ -81,12 +82,12 @@ def main() -> None:
         try:
             client = redis.Redis.from_url(server.url)
             config = FrontierConfig(default_delay=0.0, default_concurrency=10**9, robots=False)
-            frontier = SharedFrontier(client, "crawler:{scale}", config)
+            frontier = FrontierStore(client, "crawler:{scale}", config)
             if options.seen == "bloom":
                 shape = BloomShape.for_capacity(options.requests, 1e-6)
                 seen = BloomSeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter, shape, use_module=False)
             else:
-                seen = SeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter)
+                seen = ExactSeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter)
             before = int(client.info("memory")["used_memory"])
             tenth = options.requests // 10
             queued, medians = 0, []

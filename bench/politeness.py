@@ -33,7 +33,7 @@ from pathlib import Path
 
 import redis
 
-from crawler.shared.store import delete_matching
+from crawler.redis.keys import delete_matching
 from tests.testweb import TestWeb
 from tests.testweb.control import LoggedRequest
 

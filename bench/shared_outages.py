@@ -21,7 +21,7 @@ from pathlib import Path
 
 import redis
 
-from crawler.shared.store import delete_matching
+from crawler.redis.keys import delete_matching
 from tests.helpers import Database
 from tests.outage_runs import postgres_stopped, redis_blackholed
 from tests.testweb import TestWeb

@@ -23,7 +23,7 @@ from pathlib import Path
 import psycopg
 import redis
 
-from crawler.shared.store import delete_matching
+from crawler.redis.keys import delete_matching
 from tests.testweb import TestWeb
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -32,8 +32,9 @@ REDIRECT_MAX_TIMES = 5
 RETRY_TIMES = 5
 RETRY_HTTP_CODES = [429, 500, 502, 503, 504, 522, 524]
 
-SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
-SCHEDULER_PRIORITY_QUEUE = "crawler.frontier.queue.PolitePriorityQueue"
+# With REDIS_URL, the shared-crawl add-on names crawler.frontier.scheduler_redis.RedisFrontierScheduler.
+SCHEDULER = "crawler.frontier.scheduler_local.LocalFrontierScheduler"
+SCHEDULER_PRIORITY_QUEUE = "crawler.frontier.queue_local.PolitePriorityQueue"
 ROBOTSTXT_USER_AGENT = "crawler"
 DOWNLOADER_MIDDLEWARES = {
     # Replaces Scrapy's RobotsTxtMiddleware at its place.
@@ -118,7 +119,11 @@ CRAWLER_ROBOTS_RECORD_ALLOWED = False
 # --- HTTP/2 -----------------------------------------------------------------------------------
 # https through Scrapy's HTTP/2 handler (only for servers that offer HTTP/2: it does not fall back).
 CRAWLER_HTTP2 = False
-ADDONS = {"crawler.addons.http2.Http2": 0, "crawler.addons.remote_control.RemoteControlWhenEnabled": 0}
+ADDONS = {
+    "crawler.addons.http2.Http2": 0,
+    "crawler.addons.remote_control.RemoteControlWhenEnabled": 0,
+    "crawler.addons.shared_crawl.SharedCrawl": 0,
+}
 # State of domains idle this long is evicted (what they learned is kept); 0: never.
 CRAWLER_DOMAIN_IDLE_SECONDS = 3600.0
 
@@ -209,7 +214,7 @@ ITEM_PIPELINES = {
 # limiter state, one robots.txt cache and one seen filter (scrapy-redis, with this project's
 # queue class). Unset, everything stays in the process.
 REDIS_URL = os.environ.get("REDIS_URL", "")
-SCHEDULER_QUEUE_CLASS = "crawler.shared.queue.SharedFrontierQueue"
+SCHEDULER_QUEUE_CLASS = "crawler.frontier.queue_redis.RedisFrontierQueue"
 CRAWLER_CRAWL_ID = ""
 CRAWLER_LEASE_SECONDS = 120.0
 CRAWLER_IDLE_CLOSE_SECONDS = 0.0

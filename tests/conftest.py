@@ -21,7 +21,7 @@ import psycopg
 import pytest
 import redis
 
-from crawler.shared.store import delete_matching
+from crawler.redis.keys import delete_matching
 from tests.helpers import Database, crawl_keys
 from tests.testweb import TestWeb
 

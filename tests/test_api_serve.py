@@ -18,7 +18,8 @@ import redis
 from prometheus_client.parser import text_string_to_metric_families
 
 from crawler.api.routes import ROUTES
-from crawler.shared.store import SharedFrontier, delete_matching
+from crawler.redis.keys import delete_matching
+from crawler.redis.store import FrontierStore
 from tests.api_contract import FAST_HOST, PAGES_PER_HOST, STORED_ONLY_HOST, THROTTLED_HOST, populate_as_a_crawl
 from tests.api_server import ApiClient, ServeProcess, create_users, migrate
 from tests.conftest import REDIS_URL, _fresh_database
@@ -49,7 +50,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         if request.param.endswith("redis"):
             crawl = f"test-api-{uuid.uuid4().hex[:8]}"
             settings["REDIS_URL"] = REDIS_URL
-            SharedFrontier(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl)).push(FAST_HOST, 0, f"http://{FAST_HOST}/queued\t{{}}")
+            FrontierStore(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl)).push(FAST_HOST, 0, f"http://{FAST_HOST}/queued\t{{}}")
         server = ServeProcess(database, folder / "serve.log", settings)
         populate_as_a_crawl(database, datetime.now(UTC))  # once serving: the samples' minutes are the latest ones
         try:

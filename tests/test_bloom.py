@@ -13,9 +13,11 @@ import redis
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
-from crawler.shared.bloom import MAX_BLOCK_BITS, BloomShape
-from crawler.shared.dupefilter import BloomSeenFilter, has_bloom_module
-from crawler.shared.store import FrontierConfig, SharedFrontier, delete_matching
+from crawler.seen.bloom_shape import MAX_BLOCK_BITS, BloomShape
+from crawler.seen.bloom import BloomSeenFilter
+from crawler.seen.filter import has_bloom_module
+from crawler.redis.keys import delete_matching
+from crawler.redis.store import FrontierConfig, FrontierStore
 from tests.conftest import REDIS_URL
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
@@ -135,7 +137,7 @@ def test_a_redisbloom_filter_of_another_shape_is_not_reserved_twice(bloom_redis:
 
 def test_the_frontier_queues_a_request_once_through_the_bloom_filter(redis_client: redis.Redis, crawl_name: str) -> None:
     prefix = f"crawler:{{{crawl_name}}}"
-    frontier = SharedFrontier(redis_client, prefix, FrontierConfig(robots=False))
+    frontier = FrontierStore(redis_client, prefix, FrontierConfig(robots=False))
     seen = _filter(redis_client, f"{prefix}:seen", 1_000, 0.001, use_module=False)
     request = Request("https://example.com/page")
     marker = seen.marker(request)

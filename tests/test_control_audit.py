@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from crawler.control.audit import MAX_LISTED, LoggedRequest, max_in_flight, robots_summary, seconds, summarize
+from crawler.control.site_audit import MAX_LISTED, LoggedRequest, max_in_flight, robots_summary, seconds, summarize
 
 T0 = 1_700_000_000.0
 

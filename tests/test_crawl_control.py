@@ -21,9 +21,9 @@ import pytest
 import redis
 
 from crawler import exitcodes
-from crawler.control.audit import LoggedRequest as AuditedRequest
-from crawler.control.audit import max_in_flight
-from crawler.shared.store import delete_matching
+from crawler.control.site_audit import LoggedRequest as AuditedRequest
+from crawler.control.site_audit import max_in_flight
+from crawler.redis.keys import delete_matching
 from tests.conftest import REDIS_URL, _fresh_database
 from tests.api_server import migrate
 from tests.helpers import ROOT, Database, crawl_environment, crawl_keys, finish_all, start_crawl

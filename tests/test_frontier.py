@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler.frontier.priority import HIGH, LOW, MEDIUM, priority_level, request_priority
-from crawler.frontier.scope import Scope
+from crawler.scope.scope_local import Scope
 from crawler.identity import host_of, site_of
 from crawler.frontier.seeds import parse_seeds
 from crawler.sitemaps.discovery import Discovery, Phase, SeedKind, fallback_sitemap_urls, robots_url, seed_kind

@@ -8,10 +8,11 @@ from scrapy import Request, Spider
 from scrapy.squeues import FifoMemoryQueue
 from scrapy.utils.test import get_crawler
 
-from crawler.frontier.meta import DOMAIN, NOT_BEFORE, RESERVATION
-from crawler.frontier.queue import PolitePriorityQueue
-from crawler.politeness.limiter import DomainLimiter
+from crawler.frontier.meta import NOT_BEFORE
+from crawler.frontier.queue_local import PolitePriorityQueue
+from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.policy import Policy, PolicyConfig
+from crawler.politeness.slots import DOMAIN, RESERVATION
 from tests.helpers import FakeClock
 
 
@@ -174,8 +175,8 @@ def test_a_pop_looks_only_at_domains_whose_time_has_come(clock: FakeClock) -> No
 
 
 class FetchedRobots:
-    """The robots middleware as the queue sees it: a fetch runs until ``arrive``, which tells
-    the limiter as the middleware does (the fetch's slot finished, the rules' delay set)."""
+    """The robots.txt service as the queue sees it: a fetch runs until ``arrive``, which tells
+    the limiter as the service does (the fetch's slot finished, the rules' delay set)."""
 
     def __init__(self, limiter: DomainLimiter):
         self.limiter = limiter
@@ -188,7 +189,7 @@ class FetchedRobots:
     def fetching(self, domain: str) -> bool:
         return domain in self.fetched - self.arrived
 
-    def fetch(self, domain: str, scheme: str, reservation: float) -> None:
+    def claimed(self, domain: str, scheme: str, reservation: float) -> None:
         self.fetched.add(domain)
 
     def arrive(self, domain: str) -> None:
@@ -197,10 +198,10 @@ class FetchedRobots:
         self.limiter.set_robots_delay(domain, None)
 
 
-def test_a_domain_fetching_its_robots_txt_is_not_looked_at_until_the_rules_arrive(clock: FakeClock, monkeypatch) -> None:
+def test_a_domain_fetching_its_robots_txt_is_not_looked_at_until_the_rules_arrive(clock: FakeClock) -> None:
     queue, limiter = _queue(clock)
     robots = FetchedRobots(limiter)
-    monkeypatch.setattr("crawler.frontier.queue.robots_for", lambda crawler: robots)
+    queue.robots = robots
     domains = [f"site{n}.example" for n in range(1_000)]
     for domain in domains:
         queue.push(Request(f"http://{domain}/1"))

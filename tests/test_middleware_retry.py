@@ -8,7 +8,7 @@ from scrapy.utils.test import get_crawler
 
 from crawler.frontier.meta import NOT_BEFORE
 from crawler.middlewares.retry import BackoffRetryMiddleware
-from crawler.politeness.limiter import limiter_for
+from crawler.services import CrawlServices
 from tests.helpers import project_settings
 
 
@@ -17,8 +17,8 @@ def _middleware(**settings):
     crawler.spider = Spider.from_crawler(crawler, "test")
     middleware = BackoffRetryMiddleware.from_crawler(crawler)
     clock = [1000.0]
-    limiter_for(crawler).clock = lambda: clock[0]
-    middleware.limiter = limiter_for(crawler)
+    CrawlServices.of(crawler).limiter.clock = lambda: clock[0]
+    middleware.limiter = CrawlServices.of(crawler).limiter
     return middleware, clock, crawler
 
 

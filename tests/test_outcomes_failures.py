@@ -17,12 +17,12 @@ from twisted.web.client import ResponseFailed
 
 from crawler.http.header_limits import HeadersTooLarge
 from crawler.extensions.job_health import FAILED, JobHealth
-from crawler.frontier.meta import DOMAIN
+from crawler.politeness.slots import DOMAIN
 from crawler.items import PageItem
 from crawler.middlewares.limiter import LimiterMiddleware
 from crawler.middlewares.retry import BackoffRetryMiddleware
 from crawler.http.failures import describe, is_final, is_site_failure
-from crawler.politeness.limiter import limiter_for
+from crawler.services import CrawlServices
 from tests.helpers import project_settings
 
 
@@ -102,7 +102,7 @@ def _answer(middleware: LimiterMiddleware, status: int, headers: dict[str, str] 
 def test_a_403_streak_opens_the_circuit_without_blocking_or_slowing_the_domain() -> None:
     crawler = _crawler()
     middleware = LimiterMiddleware.from_crawler(crawler)
-    limiter = limiter_for(crawler)
+    limiter = CrawlServices.of(crawler).limiter
     for _ in range(4):
         _answer(middleware, 403)
     state = limiter.state("e.example")
@@ -115,7 +115,7 @@ def test_a_403_streak_opens_the_circuit_without_blocking_or_slowing_the_domain()
 def test_404_and_410_are_answers_for_pacing() -> None:
     crawler = _crawler()
     middleware = LimiterMiddleware.from_crawler(crawler)
-    state = limiter_for(crawler).state("e.example")
+    state = CrawlServices.of(crawler).limiter.state("e.example")
     for status in (403, 403, 404, 410, 400):
         _answer(middleware, status)
     assert state.failure_streak == 0 and state.blocked_until == 0 and state.learned_delay == 0
@@ -125,7 +125,7 @@ def test_404_and_410_are_answers_for_pacing() -> None:
 def test_block_statuses_are_a_setting_and_503_blocks_only_with_retry_after() -> None:
     crawler = _crawler()
     middleware = LimiterMiddleware.from_crawler(crawler)
-    state = limiter_for(crawler).state("e.example")
+    state = CrawlServices.of(crawler).limiter.state("e.example")
     _answer(middleware, 503)
     assert state.blocked_until == 0 and state.learned_delay == 0 and state.failure_streak == 1
     _answer(middleware, 503, {"Retry-After": "30"})
@@ -133,7 +133,7 @@ def test_block_statuses_are_a_setting_and_503_blocks_only_with_retry_after() -> 
     other = _crawler(CRAWLER_BLOCK_STATUSES=[429, 418])
     middleware = LimiterMiddleware.from_crawler(other)
     _answer(middleware, 418)
-    assert limiter_for(other).state("e.example").blocked_until > 0
+    assert CrawlServices.of(other).limiter.state("e.example").blocked_until > 0
 
 
 def _row(status: str, site_failure: bool = False) -> PageItem:

@@ -6,11 +6,11 @@ from email.utils import formatdate
 
 import pytest
 
-from crawler.politeness.limiter import DomainLimiter
+from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.policy import Change, DomainState, Policy, PolicyConfig, fibonacci
 from crawler.http.headers import retry_after_seconds
-from crawler.shared.limiter import SharedDomainLimiter
-from crawler.shared.store import FrontierConfig, SharedFrontier
+from crawler.politeness.limiter_redis import RedisDomainLimiter
+from crawler.redis.store import FrontierConfig, FrontierStore
 from tests.helpers import crawl_keys
 
 
@@ -289,7 +289,7 @@ def make_limiter(request: pytest.FixtureRequest):
             return DomainLimiter(policy, clock=clock)
         client, name = request.getfixturevalue("redis_client"), request.getfixturevalue("crawl_name")
         config = FrontierConfig(policy.effective_delay(DomainState()), policy.concurrency(DomainState()), robots=False)
-        return SharedDomainLimiter(policy, SharedFrontier(client, crawl_keys(name), config, clock=clock))
+        return RedisDomainLimiter(policy, FrontierStore(client, crawl_keys(name), config, clock=clock))
 
     return make
 
@@ -473,8 +473,8 @@ def test_domain_controls_apply_the_same_in_both_limiters(make_limiter) -> None:
 
     clock = [100.0]
     limiter = make_limiter(_policy(default_delay=1.0, base_concurrency=2), lambda: clock[0])
-    if isinstance(limiter, SharedDomainLimiter):  # a domain the crawl has queued
-        limiter.frontier.push("a.example", 0, "http://a.example/\t{}")
+    if isinstance(limiter, RedisDomainLimiter):  # a domain the crawl has queued
+        limiter.store.push("a.example", 0, "http://a.example/\t{}")
     assert limiter.try_start("a.example", "a0")
     limiter.sent("a.example")  # each request leaves as it starts: the next counts from then
     configured = ControlTable({"a.example": DomainControl(concurrency=3, min_delay=0.25)})

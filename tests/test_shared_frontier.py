@@ -1,4 +1,4 @@
-"""The shared frontier in a real Redis, with a fake clock: two ``SharedFrontier`` objects on
+"""The shared frontier in a real Redis, with a fake clock: two ``FrontierStore`` objects on
 the same keys stand for two processes."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 import redis
 
 from crawler.politeness.policy import Policy, PolicyConfig
-from crawler.shared.limiter import SharedDomainLimiter
-from crawler.shared.store import FrontierConfig, SharedFrontier
+from crawler.politeness.limiter_redis import RedisDomainLimiter
+from crawler.redis.store import FrontierConfig, FrontierStore
 from tests.helpers import FakeClock, crawl_keys
 
 
@@ -17,22 +17,22 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-def _frontier(client: redis.Redis, name: str, clock: FakeClock, **config) -> SharedFrontier:
+def _frontier(client: redis.Redis, name: str, clock: FakeClock, **config) -> FrontierStore:
     settings = {"default_delay": 1.0, "default_concurrency": 2, "robots": False, "lease_seconds": 30.0, **config}
-    return SharedFrontier(client, crawl_keys(name), FrontierConfig(**settings), clock=clock)
+    return FrontierStore(client, crawl_keys(name), FrontierConfig(**settings), clock=clock)
 
 
 @pytest.fixture
-def frontier(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> SharedFrontier:
+def frontier(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> FrontierStore:
     return _frontier(redis_client, crawl_name, clock)
 
 
-def _push(frontier: SharedFrontier, url: str, priority: int = 0, **options) -> None:
+def _push(frontier: FrontierStore, url: str, priority: int = 0, **options) -> None:
     domain = url.split("/")[2]
     frontier.push(domain, priority, f"{url}\t{{}}", **options)
 
 
-def _popped_url(frontier: SharedFrontier) -> str | None:
+def _popped_url(frontier: FrontierStore) -> str | None:
     """The next request's URL; the request leaves at once (``sent``)."""
     popped = frontier.pop()
     if popped.kind != "request":
@@ -42,7 +42,7 @@ def _popped_url(frontier: SharedFrontier) -> str | None:
 
 
 def test_with_a_lead_a_request_is_handed_out_before_its_slot_with_the_time_it_may_leave(
-    frontier: SharedFrontier, clock: FakeClock
+    frontier: FrontierStore, clock: FakeClock
 ) -> None:
     for n in range(2):
         _push(frontier, f"http://a/{n}")
@@ -60,7 +60,7 @@ def test_with_a_lead_a_request_is_handed_out_before_its_slot_with_the_time_it_ma
 
 
 def test_the_next_slot_counts_from_when_the_request_left_not_from_when_redis_heard_of_it(
-    frontier: SharedFrontier, clock: FakeClock
+    frontier: FrontierStore, clock: FakeClock
 ) -> None:
     for n in range(2):
         _push(frontier, f"http://a/{n}")
@@ -87,7 +87,7 @@ def test_a_lead_does_not_hand_out_ahead_of_a_block_or_a_full_concurrency(
     assert waiting.kind == "none" and waiting.next_ready == pytest.approx(1_040.0)
 
 
-def test_highest_priority_first_then_first_in_first_out(frontier: SharedFrontier, clock: FakeClock) -> None:
+def test_highest_priority_first_then_first_in_first_out(frontier: FrontierStore, clock: FakeClock) -> None:
     for url, priority in [("http://a/1", 100), ("http://a/2", 300), ("http://a/3", 100), ("http://a/4", 300)]:
         _push(frontier, url, priority)
     order = []
@@ -98,7 +98,7 @@ def test_highest_priority_first_then_first_in_first_out(frontier: SharedFrontier
     assert order == ["http://a/2", "http://a/4", "http://a/1", "http://a/3"]
 
 
-def test_a_domain_is_handed_out_only_when_its_slot_comes(frontier: SharedFrontier, clock: FakeClock) -> None:
+def test_a_domain_is_handed_out_only_when_its_slot_comes(frontier: FrontierStore, clock: FakeClock) -> None:
     for n in range(3):
         _push(frontier, f"http://a/{n}")
     _push(frontier, "http://b/0")
@@ -142,7 +142,7 @@ def test_concurrency_is_counted_across_processes_and_freed_by_finish(redis_clien
     assert _popped_url(one) == "http://a/2"
 
 
-def test_an_expired_lease_goes_back_to_the_front_and_frees_its_slot(frontier: SharedFrontier, clock: FakeClock) -> None:
+def test_an_expired_lease_goes_back_to_the_front_and_frees_its_slot(frontier: FrontierStore, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     _push(frontier, "http://a/1")
     assert _popped_url(frontier) == "http://a/0"  # and never acknowledged: its worker died
@@ -157,7 +157,7 @@ def test_an_expired_lease_goes_back_to_the_front_and_frees_its_slot(frontier: Sh
     assert (sizes.queued, sizes.leased, sizes.reclaimed) == (0, 1, 1)
 
 
-def test_acknowledged_requests_are_gone_for_good(frontier: SharedFrontier, clock: FakeClock) -> None:
+def test_acknowledged_requests_are_gone_for_good(frontier: FrontierStore, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     assert _popped_url(frontier) == "http://a/0"
     frontier.finish("a", "http://a/0")
@@ -167,7 +167,7 @@ def test_acknowledged_requests_are_gone_for_good(frontier: SharedFrontier, clock
     assert frontier.sizes().empty
 
 
-def test_a_retry_takes_the_place_of_its_lease_and_waits_for_its_time(frontier: SharedFrontier, clock: FakeClock) -> None:
+def test_a_retry_takes_the_place_of_its_lease_and_waits_for_its_time(frontier: FrontierStore, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     assert _popped_url(frontier) == "http://a/0"
     frontier.finish("a", "http://a/0")
@@ -180,7 +180,7 @@ def test_a_retry_takes_the_place_of_its_lease_and_waits_for_its_time(frontier: S
     assert _popped_url(frontier) == "http://a/0"
 
 
-def test_released_leases_come_back_at_once(frontier: SharedFrontier, clock: FakeClock) -> None:
+def test_released_leases_come_back_at_once(frontier: FrontierStore, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     _push(frontier, "http://a/1")
     assert _popped_url(frontier) == "http://a/0"
@@ -217,7 +217,7 @@ def test_a_429_seen_by_one_process_blocks_the_domain_for_all(redis_client: redis
     frontier_one = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
     frontier_two = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
     policy = Policy(PolicyConfig(default_delay=0.0))
-    limiter_one = SharedDomainLimiter(policy, frontier_one)
+    limiter_one = RedisDomainLimiter(policy, frontier_one)
     for n in range(4):
         _push(frontier_one, f"http://a/{n}")
     assert _popped_url(frontier_two) == "http://a/0"
@@ -229,12 +229,12 @@ def test_a_429_seen_by_one_process_blocks_the_domain_for_all(redis_client: redis
     clock.now += 0.01
     assert _popped_url(frontier_two) == "http://a/1"
     # and the delay learned from the 429 paces every process
-    limiter_two = SharedDomainLimiter(policy, frontier_two)
+    limiter_two = RedisDomainLimiter(policy, frontier_two)
     limiter_two.refresh("a")  # its copy of the domain's state, from Redis
     assert limiter_two.effective_delay("a") == pytest.approx(0.05)
 
 
-def test_a_request_is_marked_seen_in_the_step_that_queues_it(frontier: SharedFrontier) -> None:
+def test_a_request_is_marked_seen_in_the_step_that_queues_it(frontier: FrontierStore) -> None:
     seen = ("set", frontier.key("seen", "7"), "-1234567890123")
     assert frontier.push("a", 0, "http://a/0\t{}", seen=seen)
     assert not frontier.push("a", 0, "http://a/0\t{}", seen=seen)
@@ -264,7 +264,7 @@ def test_a_paced_domain_waits_until_its_request_has_left(redis_client: redis.Red
     assert two.pop().kind == "request"
 
 
-def test_a_request_that_never_leaves_holds_its_domain_only_for_the_send_window(frontier: SharedFrontier, clock: FakeClock) -> None:
+def test_a_request_that_never_leaves_holds_its_domain_only_for_the_send_window(frontier: FrontierStore, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     _push(frontier, "http://a/1")
     frontier.pop()  # its worker stalls before sending it
@@ -308,7 +308,7 @@ def test_requests_given_back_unstarted_or_acknowledged_do_not_count_towards_the_
     assert frontier.sizes().dead == 0
 
 
-def test_a_lease_renewed_while_its_page_is_stored_never_expires(frontier: SharedFrontier, clock: FakeClock) -> None:
+def test_a_lease_renewed_while_its_page_is_stored_never_expires(frontier: FrontierStore, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     assert _popped_url(frontier) == "http://a/0"
     for _ in range(10):  # 10 lease times (30 s) of a database outage, renewed every 10 s

@@ -13,7 +13,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from crawler.shared.link import Op, RedisLink
+from crawler.redis.link import Op, RedisLink
 from tests.throwaway_redis import ThrowawayRedis
 
 pytestmark = pytest.mark.integration

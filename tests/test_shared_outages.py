@@ -11,7 +11,7 @@ from pathlib import Path
 import redis
 from redis.crc import key_slot
 
-from crawler.shared.store import SharedFrontier
+from crawler.redis.store import FrontierStore
 from tests.conftest import REDIS_ADDRESS, REDIS_URL
 from tests.helpers import Database, crawl_keys, start_crawl
 from tests.outage_runs import postgres_stopped, redis_blackholed
@@ -79,7 +79,7 @@ def test_a_crawl_whose_workers_were_all_killed_is_reclaimed_by_the_next_run(web:
 
 
 def test_every_key_of_a_crawl_hashes_to_one_cluster_slot(crawl_name: str) -> None:
-    frontier = SharedFrontier(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl_name))
+    frontier = FrontierStore(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl_name))
     keys = [frontier.key("ready"), frontier.key("q", "a.example", "0"), frontier.key("d", "b.example"), frontier.key("seen", "7")]
     assert len({key_slot(key.encode()) for key in keys}) == 1
 

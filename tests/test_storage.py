@@ -10,7 +10,8 @@ import pytest
 from crawler.items import PageItem
 from crawler.storage.rows import page_row
 from crawler.storage import open_backend
-from crawler.storage.backend import Batch, JobRecord
+from crawler.storage.backend import Batch
+from crawler.storage.jobs import JobRecord, finish_job, start_job
 from crawler.storage.schema import MIGRATIONS
 from tests.helpers import Database
 
@@ -83,8 +84,8 @@ def test_jobs(database: Database) -> None:
     async def scenario() -> None:
         backend = open_backend(database.url)
         await backend.open()
-        await backend.start_job(JobRecord("j1", "links", "http://e.example/", datetime.now(UTC)))
-        await backend.finish_job("j1", finished_at=datetime.now(UTC), status="finished", reason="finished",
+        await start_job(backend, JobRecord("j1", "links", "http://e.example/", datetime.now(UTC)))
+        await finish_job(backend, "j1", finished_at=datetime.now(UTC), status="finished", reason="finished",
                                  counters={"pages_fetched": 3, "pages_failed": 1, "rows_written": 5}, stats="{}")  # fmt: skip
         await backend.close()
 

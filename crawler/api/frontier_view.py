@@ -8,8 +8,10 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from crawler.shared.connection import crawl_prefix, frontier_config, redis_client
-from crawler.shared.store import SharedFrontier
+from crawler.redis.connection import redis_client
+from crawler.redis.keys import crawl_prefix, crawls_in
+from crawler.redis.store import FrontierStore
+from crawler.services import frontier_config
 
 
 class FrontierView:
@@ -22,11 +24,10 @@ class FrontierView:
         self.client.close()
 
     def crawls(self) -> list[str]:
-        keys = self.client.scan_iter(match=crawl_prefix(self.settings, "*") + ":domains", count=1000)
-        return sorted({key.decode().partition("{")[2].rpartition("}")[0] for key in keys})
+        return crawls_in(self.client, self.settings)
 
-    def frontier(self, crawl: str) -> SharedFrontier:
-        return SharedFrontier(self.client, crawl_prefix(self.settings, crawl), self.config)
+    def frontier(self, crawl: str) -> FrontierStore:
+        return FrontierStore(self.client, crawl_prefix(self.settings, crawl), self.config)
 
     def sizes(self) -> list[dict[str, Any]]:
         rows = []

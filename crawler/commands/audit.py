@@ -1,5 +1,5 @@
 """``scrapy audit DOMAIN [--since WHEN] [--job JOB] [--json]``: what the crawler did to a site,
-from its request log and robots.txt decisions (``crawler.control.audit.summarize``)."""
+from its request log and robots.txt decisions (``crawler.control.site_audit.summarize``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from typing import Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.control.audit import summarize
+from crawler.control.site_audit import summarize
 from crawler.storage import open_backend
+from crawler.storage.observations import logged_requests, robots_decisions
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -61,31 +62,11 @@ class Command(ScrapyCommand):
         backend = open_backend(self.settings.get("DATABASE_URL"))
         await backend.open()
         try:
-            where, params = _window(domain, since, job, "started_at")
-            rows = await backend.execute(
-                f"SELECT url, started_at, ended_at, http_status, outcome, delay_in_force FROM request_log WHERE {where}", params
-            )
-            where, params = _window(domain, since, job, "decided_at")
-            decisions = await backend.execute(f"SELECT url, allowed, matched_rule FROM robots_decisions WHERE {where}", params)
+            rows = await logged_requests(backend, domain, since, job)
+            decisions = await robots_decisions(backend, domain, since, job)
         finally:
             await backend.close()
-        columns = ("url", "started_at", "ended_at", "http_status", "outcome", "delay_in_force")
-        return summarize(
-            [dict(zip(columns, row)) for row in rows],
-            tolerance,
-            [dict(zip(("url", "allowed", "matched_rule"), row)) for row in decisions],
-        )
-
-
-def _window(domain: str, since: datetime | None, job: str | None, time_column: str) -> tuple[str, tuple[Any, ...]]:
-    where, params = ["domain = ?"], [domain]
-    if since is not None:
-        where.append(f"{time_column} >= ?")
-        params.append(since)
-    if job is not None:
-        where.append("job_id = ?")
-        params.append(job)
-    return " AND ".join(where), tuple(params)
+        return summarize(rows, tolerance, decisions)
 
 
 def report(domain: str, summary: dict[str, Any]) -> str:

@@ -11,19 +11,18 @@ import asyncio
 import csv
 import json
 import sys
-from collections.abc import AsyncIterator
 from typing import Any, TextIO
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.storage.rows import json_safe
 from crawler.storage import StorageBackend, StorageRefused, StorageUnavailable, open_backend
+from crawler.storage.pages import page_rows
+from crawler.storage.rows import json_safe
 from crawler.storage.schema import PAGE_COLUMNS
 
 DEFAULT_COLUMNS = ("url", "status", "http_status", "error", "title", "content_type", "content_length", "crawled_at", "depth", "job_id")
 _FILTERS = {"status": "status", "domain": "domain", "job": "job_id"}
-_CHUNK = 1000
 
 
 class Command(ScrapyCommand):
@@ -79,7 +78,7 @@ async def _export(backend: StorageBackend, columns: list[str], filters: dict[str
     await backend.open()
     try:
         count = 0
-        async for row in _rows(backend, columns, filters):
+        async for row in page_rows(backend, columns, filters):
             write(row)
             count += 1
         return count
@@ -87,15 +86,3 @@ async def _export(backend: StorageBackend, columns: list[str], filters: dict[str
         await backend.close()
 
 
-async def _rows(backend: StorageBackend, columns: list[str], filters: dict[str, str]) -> AsyncIterator[tuple[Any, ...]]:
-    # Keyset pages over the id: constant memory on tables of any size.
-    where = "".join(f" AND {column} = ?" for column in filters)
-    sql = f"SELECT id, {', '.join(columns)} FROM pages WHERE id > ?{where} ORDER BY id LIMIT {_CHUNK}"
-    last = 0
-    while True:
-        rows = await backend.execute(sql, (last, *filters.values()))
-        for row in rows:
-            yield row[1:]
-        if len(rows) < _CHUNK:
-            return
-        last = rows[-1][0]

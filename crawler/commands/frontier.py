@@ -9,7 +9,9 @@ import argparse
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.shared.connection import SharedServices, crawl_prefix, redis_client, redis_enabled
+from crawler.redis.connection import CrawlRedis, redis_client, redis_enabled
+from crawler.redis.keys import crawls_in
+from crawler.services import frontier_config
 
 
 class Command(ScrapyCommand):
@@ -33,8 +35,7 @@ class Command(ScrapyCommand):
         if not args:
             self._list_crawls()
             return
-        services = SharedServices(settings, args[0])
-        frontier = services.frontier
+        frontier = CrawlRedis(settings, args[0], frontier_config(settings)).store
         if opts.clear:
             print(f"crawl {args[0]}: {frontier.clear()} keys deleted")
             return
@@ -53,11 +54,9 @@ class Command(ScrapyCommand):
 
     def _list_crawls(self) -> None:
         settings = self.settings
-        client = redis_client(settings)
-        pattern = crawl_prefix(settings, "*") + ":domains"
-        crawls = sorted({key.decode().partition("{")[2].rpartition("}")[0] for key in client.scan_iter(match=pattern)})
+        crawls = crawls_in(redis_client(settings), settings)
         if not crawls:
             print("no shared crawl in this Redis")
         for crawl in crawls:
-            sizes = SharedServices(settings, crawl).frontier.sizes()
+            sizes = CrawlRedis(settings, crawl, frontier_config(settings)).store.sizes()
             print(f"{crawl}: {sizes.queued} queued, {sizes.delayed} waiting to retry, {sizes.leased} leased")

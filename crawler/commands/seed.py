@@ -16,9 +16,9 @@ from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from crawler.frontier.codec import RequestCodec, UnserializableRequest
-from crawler.shared.connection import redis_enabled, shared_services
-from crawler.shared.dupefilter import seen_filter
-from crawler.shared.queue import QueueEntry
+from crawler.frontier.queue_redis import QueueEntry
+from crawler.redis.connection import redis_enabled
+from crawler.services import CrawlServices
 
 
 class Command(ScrapyCommand):
@@ -47,11 +47,11 @@ class Command(ScrapyCommand):
         if not hasattr(spidercls, "page_request") or name == "sitemap":
             raise UsageError(f"spider {name!r} discovers from its seeds in the process that starts with them: start a worker with -a url=…")
         crawler = Crawler(spidercls, settings)
+        crawler.request_fingerprinter = build_from_crawler(load_object(settings["REQUEST_FINGERPRINTER_CLASS"]), crawler)
         spider = spidercls.from_crawler(crawler, url=",".join(urls) or None, seeds_file=opts.seeds_file, crawl=opts.crawl)
-        services = shared_services(crawler, spider.crawl_id)
-        assert services is not None
-        fingerprinter = build_from_crawler(load_object(settings["REQUEST_FINGERPRINTER_CLASS"]), crawler)
-        seen = seen_filter(crawler, services.client, services.key("seen"), fingerprinter)
+        services = CrawlServices.of(crawler)
+        assert services.redis is not None and services.seen is not None
+        seen = services.seen
         codec = RequestCodec(spider, settings.getlist("CRAWLER_REDIS_META_KEYS"), settings.getlist("CRAWLER_REDIS_LOCAL_META_KEYS"))
         queued = known = 0
         for url in spider.seed_urls():
@@ -62,7 +62,7 @@ class Command(ScrapyCommand):
                 entry = QueueEntry.of(request, codec, seen.marker(request))
             except UnserializableRequest as exc:
                 raise UsageError(str(exc)) from exc
-            if entry.push_to(services.frontier):
+            if entry.push_to(services.redis.store):
                 queued += 1
             else:
                 known += 1

@@ -3,17 +3,13 @@ what this process counted for it meanwhile (the table adds the counts up across 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from scrapy.crawler import Crawler
-
-from crawler.control.activity import DomainActivity, DomainCounts
-from crawler.frontier.queue import PolitePriorityQueue
-from crawler.politeness.limiter import DomainLimiter
+from crawler.control.activity import DomainCounts
+from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.policy import DomainState, Policy
-from crawler.shared.limiter import SharedDomainLimiter
-from crawler.shared.link import REDIS_ERRORS
 
 
 def domain_state_row(
@@ -28,44 +24,12 @@ def domain_state_row(
     )  # fmt: skip
 
 
-class DomainSnapshots:
-    def __init__(self, crawler: Crawler, limiter: DomainLimiter, activity: DomainActivity):
-        self.crawler = crawler
-        self.limiter = limiter
-        self.activity = activity
-
-    async def rows(self) -> list[tuple[Any, ...]]:
-        """Rows of the domains changed since the last call; Redis is read on its own thread."""
-        changed = self.activity.take()
-        limiter = self.limiter
-        loads = await limiter.link.run(lambda _: self._shared_loads(changed)) if isinstance(limiter, SharedDomainLimiter) else {}
-        return self._rows(changed, loads)
-
-    def rows_now(self) -> list[tuple[Any, ...]]:
-        """The same, at once (the spider is closing)."""
-        changed = self.activity.take()
-        return self._rows(changed, self._shared_loads(changed))
-
-    def _rows(self, changed: dict[str, DomainCounts], loads: dict[str, tuple[int, int]]) -> list[tuple[Any, ...]]:
-        limiter = self.limiter
-        rows = []
-        for domain, counts in changed.items():
-            state = limiter.state(domain)
-            in_flight, queued = loads.get(domain) or (state.inflight, self._local_queued(domain))
-            rows.append(domain_state_row(domain, state, limiter.policy, limiter.clock(), in_flight, queued, counts))
-        return rows
-
-    def _shared_loads(self, changed: dict[str, DomainCounts]) -> dict[str, tuple[int, int]]:
-        """In a shared crawl, the requests in flight and queued of each domain, in the whole crawl."""
-        limiter = self.limiter
-        if not isinstance(limiter, SharedDomainLimiter) or not limiter.link.available:
-            return {}  # Redis away: the link says so in the log
-        try:
-            return {domain: limiter.frontier.domain_load(domain) for domain in changed}
-        except REDIS_ERRORS:
-            return {}
-
-    def _local_queued(self, domain: str) -> int:
-        engine = self.crawler.engine
-        queue = getattr(engine.scheduler, "mqs", None) if engine is not None else None
-        return queue.queued(domain) if isinstance(queue, PolitePriorityQueue) else 0
+def domain_state_rows(
+    changed: Mapping[str, DomainCounts], loads: Mapping[str, tuple[int, int]], limiter: DomainLimiter
+) -> list[tuple[Any, ...]]:
+    """Rows of the ``changed`` domains, with their requests in flight and queued (``loads``)."""
+    now = limiter.clock()
+    return [
+        domain_state_row(domain, limiter.state(domain), limiter.policy, now, *loads[domain], counts)
+        for domain, counts in changed.items()
+    ]

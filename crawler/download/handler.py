@@ -23,17 +23,14 @@ from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CannotResolveHostError
 from scrapy.http import Response
-from scrapy.utils.httpobj import urlparse_cached
 from twisted.web.client import HTTPConnectionPool
 
 from crawler.compat import set_protocol_factory, use_connection_pool
 from crawler.download.departures import SentReportingPool
-from crawler.http.header_limits import BoundedHTTP11ClientFactory, HeaderLimits
-from crawler.frontier.meta import DELAY_IN_FORCE, DOMAIN, LEAVE_AT, SENT_AT
 from crawler.guard.blocked import refuse
-from crawler.guard.resolver import installed_resolver
-from crawler.middlewares.address_guard import AddressGuardMiddleware
-from crawler.politeness.limiter import DomainLimiter, limiter_for
+from crawler.http.header_limits import BoundedHTTP11ClientFactory, HeaderLimits
+from crawler.politeness.slots import DELAY_IN_FORCE, DOMAIN, LEAVE_AT, SENT_AT
+from crawler.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +40,9 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
         super().__init__(crawler)
         from twisted.internet import reactor  # the one Scrapy installed
 
+        services = CrawlServices.of(crawler)
+        self.limiter = services.limiter
+        self.guard = services.guard
         settings = crawler.settings
         limits = HeaderLimits(settings.getint("CRAWLER_MAX_HEADER_BYTES"), settings.getint("CRAWLER_MAX_HEADERS"))
         self.spacing_margin = settings.getfloat("CRAWLER_SPACING_MARGIN")
@@ -62,37 +62,34 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
         try:
             return await self._download(request)
         except CannotResolveHostError:
-            resolver = installed_resolver()
-            host = urlparse_cached(request).hostname or ""
-            refusal = resolver.refusals.get(host) if resolver is not None else None
+            refusal = self.guard.resolver_refusal(request)
             if refusal is None:
                 raise
-            guard = AddressGuardMiddleware.of(self.crawler)
-            if guard is not None and guard.seeded(request):  # a seed of another process
+            if self.guard.seeded(request):  # a seed of another process
                 return await self._download(request)
             raise refuse(self.crawler.stats, request, refusal) from None
 
     async def _departure_time_came(self, domain: str, leave_at: float) -> None:
         # Asked again after every wait: a block or a longer delay may have come meanwhile.
-        limiter = limiter_for(self.crawler)
-        while (wait := self._departure_at(limiter, domain, leave_at) - (now := limiter.clock())) > 0:
+        limiter = self.limiter
+        while (wait := self._departure_at(domain, leave_at) - (now := limiter.clock())) > 0:
             if limiter.state(domain).blocked_until > now:
                 self.crawler.stats.inc_value("limiter/held_for_block_count")
             await asyncio.sleep(wait)
 
-    def _departure_at(self, limiter: DomainLimiter, domain: str, leave_at: float) -> float:
+    def _departure_at(self, domain: str, leave_at: float) -> float:
         """When the domain's request may leave, ``CRAWLER_SPACING_MARGIN`` of its delay later
         than the delay allows: a site that reads one request late (its server busy) by up to
         that much still sees the whole delay before the next one."""
-        at = max(leave_at, limiter.departure_at(domain))
-        return at + self.spacing_margin * limiter.effective_delay(domain) if at else at
+        at = max(leave_at, self.limiter.departure_at(domain))
+        return at + self.spacing_margin * self.limiter.effective_delay(domain) if at else at
 
     async def _download(self, request: Request) -> Response:
         self._sending.sending = request
         return await super().download_request(request)
 
     def _sent(self, request: Request) -> None:
-        limiter = limiter_for(self.crawler)
+        limiter = self.limiter
         sent_at = request.meta[SENT_AT] = limiter.clock()
         logger.debug("Sent at %.6f: %s", sent_at, request)
         domain = request.meta.get(DOMAIN)

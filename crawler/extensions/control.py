@@ -18,12 +18,15 @@ from datetime import UTC, datetime
 from scrapy.crawler import Crawler
 from scrapy.utils.defer import deferred_from_coro
 
-from crawler.control.operators import Controls, cancel_requested, read_controls, take_inbox
+from crawler.compat import schedule_engine
+from crawler.control.operators import Controls, read_controls
 from crawler.control.worker import worker_id
 from crawler.extensions.heartbeat import Heartbeat
 from crawler.extensions.periodic import PeriodicExtension
-from crawler.compat import schedule_engine
-from crawler.politeness.limiter import limiter_for
+from crawler.services import CrawlServices
+from crawler.storage.inbox import take_inbox
+from crawler.storage.jobs import cancel_requested
+from crawler.storage.rows import domain_row
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +43,7 @@ class CrawlControl(PeriodicExtension):
         self.controls = Controls()
         self.started_at = datetime.now(UTC)
         self.crawl_paused = False
-        self.limiter = limiter_for(crawler)
+        self.limiter = CrawlServices.of(crawler).limiter
 
     async def tick(self) -> bool:
         """Apply what operators ask; False once the job is cancelled."""
@@ -85,7 +88,7 @@ class CrawlControl(PeriodicExtension):
         state = await self.limiter.reset(domain)
         assert self.storage is not None
         # The same row the limiter saves when it learns: later jobs start from the reset too.
-        self.storage.outbox.domains[domain] = (domain, state.learned_delay, state.floor, state.robots_delay, datetime.now(UTC))
+        self.storage.outbox.domains[domain] = domain_row(domain, state.learned_delay, state.floor, state.robots_delay)
         self.crawler.stats.inc_value("control/domain_reset_count")
         logger.info("Pacing of %s reset by an operator: delay %.3f s", domain, self.limiter.effective_delay(domain))
 

@@ -15,13 +15,13 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from crawler.control.activity import DomainActivity
-from crawler.control.frontier_stats import frontier_stats
-from crawler.control.snapshots import DomainSnapshots
+from crawler.control.snapshots import domain_state_rows
 from crawler.control.worker import stats_json, worker_id, worker_row
 from crawler.extensions.periodic import PeriodicExtension
-from crawler.frontier.meta import domain_key
+from crawler.frontier.counts import FrontierCounts
 from crawler.pipelines.storage import StoragePipeline
-from crawler.politeness.limiter import limiter_for
+from crawler.politeness.slots import domain_key
+from crawler.services import CrawlServices
 
 
 class Heartbeat(PeriodicExtension):
@@ -30,7 +30,8 @@ class Heartbeat(PeriodicExtension):
     def __init__(self, crawler: Crawler):
         super().__init__(crawler)
         self.activity = DomainActivity() if crawler.settings.getbool("CRAWLER_DOMAIN_STATE") else None
-        self.snapshots: DomainSnapshots | None = None
+        self.limiter = CrawlServices.of(crawler).limiter
+        self.counts: FrontierCounts | None = None
         self.state = "running"
         """What the next heartbeat says; the control extension sets ``paused`` and ``closing``."""
         self.started_at = datetime.now(UTC)
@@ -39,21 +40,24 @@ class Heartbeat(PeriodicExtension):
             crawler.signals.connect(self.request_left_downloader, signal=signals.request_left_downloader)
 
     def spider_opened(self) -> None:
-        self.limiter = limiter_for(self.crawler)
-        if self.activity is not None:
-            self.snapshots = DomainSnapshots(self.crawler, self.limiter, self.activity)
+        self.counts = FrontierCounts(self.crawler)
         super().spider_opened()
 
     async def tick(self) -> bool:
-        self._report(self.state, await frontier_stats(self.crawler, self.limiter))
-        if self.snapshots is not None:
-            self._observed().domain_state.extend(await self.snapshots.rows())
+        assert self.counts is not None
+        self._report(self.state, await self.counts.sizes())
+        if self.activity is not None:
+            changed = self.activity.take()
+            loads = await self.counts.loads(changed)
+            self._observed().domain_state.extend(domain_state_rows(changed, loads, self.limiter))
         return True
 
     def closed(self) -> None:
         self._report("finished")
-        if self.snapshots is not None:
-            self._observed().domain_state.extend(self.snapshots.rows_now())
+        if self.activity is not None and self.counts is not None:
+            changed = self.activity.take()
+            loads = self.counts.loads_now(changed)
+            self._observed().domain_state.extend(domain_state_rows(changed, loads, self.limiter))
 
     def response_downloaded(self, response: Response, request: Request) -> None:
         assert self.activity is not None

@@ -25,8 +25,8 @@ from scrapy.utils.defer import deferred_from_coro
 
 from crawler.exitcodes import REASON_SEEDS_UNREACHABLE
 from crawler.items import PageItem
-from crawler.politeness.limiter import limiter_for
 from crawler.politeness.policy import Outcome
+from crawler.services import CrawlServices
 from crawler.signals import domain_blocked
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class JobHealth:
         self.crawler = crawler
         self.threshold = crawler.settings.getint("CRAWLER_JOB_FAILURE_THRESHOLD")
         self.cancel_streak = crawler.settings.getint("CRAWLER_CANCEL_429_STREAK")
-        self.limiter = limiter_for(crawler)
+        self.limiter = CrawlServices.of(crawler).limiter
         self.streak = 0
         self.site_failures = 0
         self.closing = False

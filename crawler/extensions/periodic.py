@@ -12,8 +12,9 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
+from crawler.services import CrawlServices
 from crawler.storage import StorageUnavailable
-from crawler.storage.outbox import SharedStorage, shared_storage
+from crawler.storage.outbox import CrawlStorage
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ class PeriodicExtension:
     def __init__(self, crawler: Crawler):
         self.crawler = crawler
         self.seconds = crawler.settings.getfloat(self.SECONDS_SETTING)
-        self.storage: SharedStorage | None = None
+        self.storage: CrawlStorage | None = None
         self._task: asyncio.Task[None] | None = None
         self._warned_at = -1e9
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
@@ -42,7 +43,7 @@ class PeriodicExtension:
         return self.crawler.spider
 
     def spider_opened(self) -> None:
-        self.storage = shared_storage(self.crawler)
+        self.storage = CrawlServices.of(self.crawler).open_storage
         if self.storage is not None:
             self._task = asyncio.ensure_future(self._run())
 

@@ -23,18 +23,11 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, NotConfigured
 
 from crawler.exitcodes import REASON_ALREADY_RUNNING
-from crawler.shared.connection import redis_enabled
+from crawler.services import CrawlServices
 from crawler.storage import StorageBackend, StorageUnavailable
-from crawler.storage.outbox import shared_storage
+from crawler.storage.locks import lock_holders, release_lock, renew_lock, take_lock
 
 logger = logging.getLogger(__name__)
-
-_TAKE = (
-    "INSERT INTO crawl_locks (crawl_id, holder, hostname, pid, acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (crawl_id) DO UPDATE SET holder = excluded.holder, hostname = excluded.hostname, pid = excluded.pid, "
-    "acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at "
-    "WHERE crawl_locks.heartbeat_at < ? RETURNING holder"
-)
 
 
 class RunLock:
@@ -50,7 +43,7 @@ class RunLock:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        if redis_enabled(crawler.settings) or not crawler.settings.getfloat("CRAWLER_RUN_LOCK_SECONDS"):
+        if CrawlServices.of(crawler).shared or not crawler.settings.getfloat("CRAWLER_RUN_LOCK_SECONDS"):
             raise NotConfigured
         return cls(crawler)
 
@@ -60,16 +53,14 @@ class RunLock:
         return spider.crawl_id, spider.job_id
 
     async def spider_opened(self) -> None:
-        storage = shared_storage(self.crawler)
+        storage = CrawlServices.of(self.crawler).open_storage
         if storage is None or not hasattr(self.crawler.spider, "crawl_id"):
             return
         crawl, job = self._key
         now = datetime.now(UTC)
-        taken = await storage.backend.execute(
-            _TAKE, (crawl, job, socket.gethostname(), os.getpid(), now, now, now - timedelta(seconds=self.stale_after))
-        )
-        if not taken:
-            rows = await storage.backend.execute("SELECT holder, hostname, pid, heartbeat_at FROM crawl_locks WHERE crawl_id = ?", (crawl,))
+        stale_before = now - timedelta(seconds=self.stale_after)
+        if not await take_lock(storage.backend, crawl, job, socket.gethostname(), os.getpid(), now, stale_before):
+            rows = await lock_holders(storage.backend, crawl)
             holder = ", ".join(f"job {h} on {host} (pid {pid}, last heartbeat {beat})" for h, host, pid, beat in rows)
             logger.error("Crawl %s is already running: %s; this run stops", crawl, holder or "another job")
             raise CloseSpider(REASON_ALREADY_RUNNING)
@@ -82,9 +73,7 @@ class RunLock:
             await asyncio.sleep(self.stale_after / 3)
             assert self._backend is not None
             try:
-                await self._backend.execute(
-                    "UPDATE crawl_locks SET heartbeat_at = ? WHERE crawl_id = ? AND holder = ?", (datetime.now(UTC), crawl, job)
-                )
+                await renew_lock(self._backend, crawl, job, datetime.now(UTC))
             except StorageUnavailable as exc:
                 logger.warning("Could not renew the lock of crawl %s: %s", crawl, exc)
 
@@ -93,6 +82,6 @@ class RunLock:
             return
         self._heartbeat.cancel()
         try:
-            await self._backend.execute("DELETE FROM crawl_locks WHERE crawl_id = ? AND holder = ?", self._key)
+            await release_lock(self._backend, *self._key)
         except StorageUnavailable as exc:
             logger.warning("Could not release the lock of crawl %s (taken over after %.0f s): %s", self._key[0], self.stale_after, exc)

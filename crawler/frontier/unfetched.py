@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from scrapy import Request
 from scrapy.crawler import Crawler
 
+from crawler.services import CrawlServices
 from crawler.storage.rows import page_row
-from crawler.storage.outbox import shared_storage
 
 CHUNK = 1_000
 """Skipped rows written at a time."""
@@ -17,7 +17,7 @@ CHUNK = 1_000
 
 def record_outcome(crawler: Crawler, request: Request, status: str, error: str) -> None:
     """A row for ``request`` with ``status`` and the reason, written with the next batch."""
-    storage = shared_storage(crawler)
+    storage = CrawlServices.of(crawler).open_storage
     recorder = getattr(crawler.spider, "recorder", None)
     if storage is None or recorder is None:
         return
@@ -30,7 +30,7 @@ def record_outcome(crawler: Crawler, request: Request, status: str, error: str) 
 async def record_unfetched(crawler: Crawler, requests: Iterable[Request], reason: str) -> None:
     """``skipped`` rows for ``requests``, written every ``CHUNK`` rows: a large frontier left
     at an early stop is never all in memory as rows."""
-    storage = shared_storage(crawler)
+    storage = CrawlServices.of(crawler).open_storage
     for count, request in enumerate(requests, 1):
         if not request.meta.get("dont_obey_robotstxt"):  # not a spider's own robots.txt request
             record_outcome(crawler, request, "skipped", f"not fetched: the job ended early ({reason})")

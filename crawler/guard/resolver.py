@@ -2,8 +2,9 @@
 
 The check is made on the address the connection will use, after every lookup, cached or not,
 so a name that resolves to a public address once and to an internal one later (DNS rebinding)
-cannot slip through. Scrapy builds the resolver once per process, from the process's settings;
-the address guard middleware hands it the crawl's policy with the seeds' hosts.
+cannot slip through. Scrapy builds the resolver once per process, from the process's settings,
+and installs it on the reactor; the crawl's address guard shares its policy, so that the seeds'
+hosts it allows are allowed here too.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ from typing import Any, Self
 
 from scrapy.resolver import CachingThreadedResolver
 from scrapy.utils.datatypes import LocalCache
+from scrapy.utils.reactor import is_reactor_installed
 from twisted.internet.base import ReactorBase
 from twisted.internet.defer import Deferred
 from twisted.internet.error import DNSLookupError
 
 from crawler.guard.addresses import AddressPolicy, Refusal, parse_networks
-
-_installed: GuardedResolver | None = None
 
 
 class GuardedResolver(CachingThreadedResolver):
@@ -36,11 +36,6 @@ class GuardedResolver(CachingThreadedResolver):
         policy = AddressPolicy(parse_networks(settings.getlist("CRAWLER_ALLOWED_NETWORKS")))
         return cls(reactor, cache_size, settings.getfloat("DNS_TIMEOUT"), policy)
 
-    def install_on_reactor(self) -> None:
-        global _installed
-        super().install_on_reactor()
-        _installed = self
-
     def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> Deferred[str]:
         return super().getHostByName(name, timeout).addCallback(self._check, name)
 
@@ -54,5 +49,10 @@ class GuardedResolver(CachingThreadedResolver):
 
 
 def installed_resolver() -> GuardedResolver | None:
-    """The guarded resolver of this process, if Scrapy installed one."""
-    return _installed
+    """The guarded resolver of this process, if Scrapy installed one on the reactor."""
+    if not is_reactor_installed():
+        return None
+    from twisted.internet import reactor  # the one Scrapy installed
+
+    resolver = getattr(reactor, "resolver", None)
+    return resolver if isinstance(resolver, GuardedResolver) else None

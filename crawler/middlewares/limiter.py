@@ -8,16 +8,15 @@ for pacing.
 The domain's next slot counts from when the request's bytes left, which the download handler
 tells the limiter (``crawler.download.handler``, which also records the delay in force); a
 request that comes back without that stamp (another download handler, a connection that failed
-before it was written) counts from its return, never earlier than it left. Enabled at 800 in ``DOWNLOADER_MIDDLEWARES``, above the
-redirect (600) and retry (550) middlewares, so it sees every response as it comes off the wire,
-before they turn it into a new request. Learned delays are loaded from the ``domains`` table when the spider opens and
-saved there when they change.
+before it was written) counts from its return, never earlier than it left. Placed above the
+redirect and retry middlewares, so it sees every response as it comes off the wire, before they
+turn it into a new request. Learned delays are loaded from the ``domains`` table when the spider
+opens and saved there when they change.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 from typing import Self
 
 from scrapy import Request, signals
@@ -25,14 +24,16 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 
-from crawler.frontier.meta import DELAY_IN_FORCE, DOMAIN, HOLDER, RESERVATION
-from crawler.robots.cache import CACHED_RESPONSE_FLAG
-from crawler.politeness.limiter import DomainLimiter, limiter_for
-from crawler.politeness.policy import Change, Outcome
-from crawler.http.headers import retry_after
 from crawler.http.failures import is_final
+from crawler.http.headers import retry_after
+from crawler.politeness.limiter_local import DomainLimiter
+from crawler.politeness.policy import Change, Outcome
+from crawler.politeness.slots import DELAY_IN_FORCE, DOMAIN, HOLDER, RESERVATION
+from crawler.robots.service import CACHED_RESPONSE_FLAG
+from crawler.services import CrawlServices
 from crawler.signals import domain_blocked
-from crawler.storage.outbox import shared_storage
+from crawler.storage.domains import learned_delays
+from crawler.storage.rows import domain_row
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ blocking the domain or raising its learned delay."""
 class LimiterMiddleware:
     def __init__(self, crawler: Crawler, limiter: DomainLimiter):
         self.crawler = crawler
+        self.services = CrawlServices.of(crawler)
         self.limiter = limiter
         self.stats = crawler.stats
         settings = crawler.settings
@@ -55,18 +57,15 @@ class LimiterMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         if not crawler.settings.getbool("CRAWLER_LIMITER_ENABLED"):
             raise NotConfigured
-        return cls(crawler, limiter_for(crawler))
+        return cls(crawler, CrawlServices.of(crawler).limiter)
 
     async def spider_opened(self) -> None:
-        storage = shared_storage(self.crawler)
+        storage = self.services.open_storage
         if storage is None:
             return
-        rows = await storage.backend.execute(
-            "SELECT domain, adaptive_delay_seconds, adaptive_delay_floor_seconds FROM domains "
-            "WHERE adaptive_delay_seconds > 0 OR adaptive_delay_floor_seconds > 0"
-        )
+        rows = await learned_delays(storage.backend)
         for domain, delay, floor in rows:
-            self.limiter.learned(domain, float(delay), float(floor))
+            self.limiter.learned(domain, delay, floor)
         if rows:
             logger.info("Loaded learned delays of %d domains", len(rows))
 
@@ -167,14 +166,8 @@ class LimiterMiddleware:
             self._persist(domain)
 
     def _persist(self, domain: str) -> None:
-        storage = shared_storage(self.crawler)
+        storage = self.services.open_storage
         if storage is None:
             return
         state = self.limiter.state(domain)
-        storage.outbox.domains[domain] = (
-            domain,
-            state.learned_delay,
-            state.floor,
-            state.robots_delay,
-            datetime.now(UTC),
-        )
+        storage.outbox.domains[domain] = domain_row(domain, state.learned_delay, state.floor, state.robots_delay)

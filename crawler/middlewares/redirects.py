@@ -19,7 +19,7 @@ from w3lib.html import get_meta_refresh
 from crawler.compat import CheckedRedirectBase
 from crawler.exceptions import RedirectFailed, RedirectRefused
 from crawler.guard.blocked import refuse
-from crawler.middlewares.address_guard import AddressGuardMiddleware
+from crawler.services import CrawlServices
 
 
 class CheckedRedirects(CheckedRedirectBase):
@@ -33,13 +33,12 @@ class CheckedRedirects(CheckedRedirectBase):
         self._check(redirected, request)
 
     def _check(self, redirected: Request, request: Request) -> None:
-        spider = self.crawler.spider
-        scope = getattr(spider, "scope", None)
+        services = CrawlServices.of(self.crawler)
+        scope = services.scope
         if scope is not None and not request.meta.get("dont_obey_robotstxt") and redirected.url not in scope:
             self.crawler.stats.inc_value("redirect/out_of_scope")
             raise RedirectRefused(f"redirect out of scope: {request.url} -> {redirected.url}")
-        guard = AddressGuardMiddleware.of(self.crawler)
-        refusal = guard.refusal(redirected) if guard is not None else None
+        refusal = services.guard.refusal(redirected)
         if refusal is not None:
             blocked = refuse(self.crawler.stats, redirected, refusal)
             raise RedirectRefused(f"redirect to {redirected.url}: {blocked}")

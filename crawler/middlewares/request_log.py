@@ -3,11 +3,10 @@ ended, its status or error, and the domain's delay in force; the evidence of ``s
 
 The start is ``request.meta[SENT_AT]``: stamped here as the request goes to the download
 handler, and again by the HTTP/1.1 handler when its bytes left (the time the limiter counts the
-domain's spacing from). Enabled at 790 in ``DOWNLOADER_MIDDLEWARES``: under the limiter (800),
-so on the way back the delay in force of a departure the handler did not see is settled first,
-and above the redirect (600) and retry (550) middlewares, so every answer and error is seen as
-it comes off the wire. Rows go with the storage pipeline's batches; ``CRAWLER_REQUEST_LOG``
-turns the log off.
+domain's spacing from). Placed under the limiter middleware, so on the way back the delay in
+force of a departure the handler did not see is settled first, and above the redirect and retry
+middlewares, so every answer and error is seen as it comes off the wire. Rows go with the storage
+pipeline's batches; ``CRAWLER_REQUEST_LOG`` turns the log off.
 """
 
 from __future__ import annotations
@@ -22,9 +21,9 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
 from crawler.control.worker import worker_id
-from crawler.frontier.meta import DELAY_IN_FORCE, SENT_AT, domain_key
-from crawler.robots.cache import CACHED_RESPONSE_FLAG
-from crawler.storage.outbox import shared_storage
+from crawler.politeness.slots import DELAY_IN_FORCE, SENT_AT, domain_key
+from crawler.robots.service import CACHED_RESPONSE_FLAG
+from crawler.services import CrawlServices
 
 RESPONSE = "response"
 """The outcome of a request answered over HTTP; other outcomes name the error."""
@@ -33,6 +32,7 @@ RESPONSE = "response"
 class RequestLogMiddleware:
     def __init__(self, crawler: Crawler):
         self.crawler = crawler
+        self.services = CrawlServices.of(crawler)
         self._job: tuple[str | None, str | None] | None = None
 
     @classmethod
@@ -59,7 +59,7 @@ class RequestLogMiddleware:
         # Popped, so that a retry or redirect built from this request gets a stamp of its own.
         started = request.meta.pop(SENT_AT, None)
         delay = request.meta.pop(DELAY_IN_FORCE, None)
-        storage = shared_storage(self.crawler)
+        storage = self.services.open_storage
         if started is None or storage is None:
             return  # dropped before it left (robots.txt, a filter), or no storage
         if self._job is None:

@@ -22,9 +22,10 @@ from scrapy.utils.response import response_status_message
 
 from crawler.frontier.meta import NOT_BEFORE
 from crawler.http.failures import is_final
-from crawler.politeness.limiter import DomainLimiter, limiter_for
-from crawler.politeness.policy import fibonacci
 from crawler.http.headers import retry_after
+from crawler.politeness.limiter_local import DomainLimiter
+from crawler.politeness.policy import fibonacci
+from crawler.services import CrawlServices
 
 
 class BackoffRetryMiddleware(RetryMiddleware):
@@ -33,7 +34,7 @@ class BackoffRetryMiddleware(RetryMiddleware):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         middleware = super().from_crawler(crawler)
-        middleware.limiter = limiter_for(crawler)
+        middleware.limiter = CrawlServices.of(crawler).limiter
         middleware.backoff_cap = crawler.settings.getfloat("CRAWLER_RETRY_BACKOFF_CAP")
         return middleware
 

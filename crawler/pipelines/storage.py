@@ -24,12 +24,13 @@ from scrapy.utils.python import global_object_name
 
 from crawler.exitcodes import REASON_DATABASE_REFUSED, REASON_DATABASE_UNREACHABLE
 from crawler.items import PageItem, SitemapEntryItem
-from crawler.storage.rows import json_safe, page_row, sitemap_entry_row
-from crawler.storage import StorageRefused, StorageUnavailable, open_backend
-from crawler.storage.backend import Batch, JobRecord
-from crawler.storage.schema import PAGE_COLUMNS
-from crawler.storage.outbox import register
+from crawler.services import CrawlServices
 from crawler.signals import rows_committed
+from crawler.storage import StorageRefused, StorageUnavailable
+from crawler.storage.backend import Batch
+from crawler.storage.jobs import JobRecord, finish_job, start_job
+from crawler.storage.rows import json_safe, page_row, sitemap_entry_row
+from crawler.storage.schema import PAGE_COLUMNS
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +44,6 @@ class StoragePipeline:
         self.crawler = crawler
         self.stats = crawler.stats
         settings = crawler.settings
-        self.database_url = settings.get("DATABASE_URL")
         self.batch_size = settings.getint("CRAWLER_BATCH_SIZE")
         self.batch_seconds = settings.getfloat("CRAWLER_BATCH_SECONDS")
         self.max_pending = settings.getint("CRAWLER_STORAGE_MAX_PENDING_ROWS")
@@ -51,8 +51,8 @@ class StoragePipeline:
         self.shutdown_timeout = settings.getfloat("CRAWLER_STORAGE_SHUTDOWN_TIMEOUT")
         self.connect_timeout = settings.getfloat("CRAWLER_STORAGE_CONNECT_TIMEOUT")
         self.unsaved_dir = Path(settings.get("CRAWLER_UNSAVED_ROWS_DIR"))
-        self.backend = open_backend(self.database_url)
-        self.storage = register(crawler, self.backend)
+        self.storage = CrawlServices.of(crawler).storage
+        self.backend = self.storage.backend
         self.storage.flush = self.flush
         self.outbox = self.storage.outbox
         self.pending = Batch()
@@ -83,7 +83,7 @@ class StoragePipeline:
             seeds=",".join(getattr(spider, "seeds", [])),
             started_at=datetime.now(UTC),
         )
-        await self._until_available(lambda: self.backend.start_job(job), "record the job")
+        await self._until_available(lambda: start_job(self.backend, job), "record the job")
         logger.info("Storing rows in %s (job %s)", self.backend.target, job.id)
         self._flusher = asyncio.ensure_future(self._flush_periodically())
 
@@ -161,7 +161,8 @@ class StoragePipeline:
     async def _finish_job(self, spider: Spider, reason: str) -> None:
         await self.flush()
         await self._until_available(
-            lambda: self.backend.finish_job(
+            lambda: finish_job(
+                self.backend,
                 spider.job_id,
                 finished_at=datetime.now(UTC),
                 status=_job_status(reason),

@@ -21,19 +21,16 @@ from twisted.python.failure import Failure
 
 from crawler.extraction import PageData
 from crawler.frontier.priority import request_priority
-from crawler.frontier.scope import Scope
-from crawler.frontier.seeds import parse_seeds
+from crawler.frontier.seeds import crawl_id, parse_seeds
+from crawler.http.content import extension_set, ignored_extension
 from crawler.identity import InvalidURL, UrlNormalizer
 from crawler.items import PageItem
-from crawler.middlewares.address_guard import AddressGuardMiddleware
-from crawler.http.content import extension_set, ignored_extension
 from crawler.outcomes import OutcomeRecorder
 from crawler.recrawl.schedule import RevisitPolicy, RevisitSchedule
-from crawler.recrawl.stored import QUERY_SIZE, StoredPage, StoredPages, history_of
-from crawler.shared.connection import crawl_id, shared_services
-from crawler.shared.scope import SharedScope
+from crawler.recrawl.stored import StoredPage, StoredPages, history_of
+from crawler.services import CrawlServices
 from crawler.storage import StorageUnavailable
-from crawler.storage.outbox import shared_storage
+from crawler.storage.pages import QUERY_SIZE
 
 T = TypeVar("T")
 
@@ -108,9 +105,9 @@ class BaseCrawlSpider(Spider):
         self.recorder = OutcomeRecorder(settings, self.normalize, self.job_id, settings["BOT_NAME"])
         self.max_pages = settings.getint("CRAWLER_MAX_PAGES")
         self.max_depth = settings.getint("DEPTH_LIMIT")
-        services = shared_services(crawler, self.crawl_id)
-        mode = settings.get("CRAWLER_SCOPE")
-        self.scope = Scope(mode) if services is None else SharedScope(mode, services.link, services.key("scope"))
+        self.services = CrawlServices.of(crawler)
+        self.services.name_crawl(self.crawl_id)
+        self.scope = self.services.make_scope()
         self.seen: set[str] = set()
         self.pages_scheduled = 0
         """Requests that may download a page: a 304 gives its share of the budget back."""
@@ -134,7 +131,7 @@ class BaseCrawlSpider(Spider):
         """The seeds (the spider's, or ``seeds`` added while it runs) in normal form, each added
         to the crawl's scope and allowed by the address guard whatever its address; an invalid
         seed is logged and skipped."""
-        guard = AddressGuardMiddleware.of(self.crawler)
+        guard = self.services.guard
         for seed in self.seeds if seeds is None else seeds:
             try:
                 url = self.normalize(seed)
@@ -143,8 +140,7 @@ class BaseCrawlSpider(Spider):
                 self.crawler.stats.inc_value("seeds/invalid")
                 continue
             self.scope.add_seed(url)
-            if guard is not None:
-                guard.allow_seed(url)
+            guard.allow_seed(url)
             yield url
 
     async def start(self) -> AsyncIterator[Any]:
@@ -237,7 +233,7 @@ class BaseCrawlSpider(Spider):
         return self.revisits.is_due(page.next_at, page.last_visit, lastmod.timestamp() if lastmod else None)
 
     async def _stored_pages(self, batch: dict[str, Candidate]) -> dict[str, StoredPage]:
-        storage = shared_storage(self.crawler)
+        storage = self.services.open_storage
         if storage is None or not batch:
             return {}
         try:
@@ -256,7 +252,7 @@ class BaseCrawlSpider(Spider):
             return {}
 
     async def _stored_link_candidates(self, pages: list[Candidate]) -> list[Candidate]:
-        storage = shared_storage(self.crawler)
+        storage = self.services.open_storage
         if storage is None:
             return []
         try:

@@ -1,5 +1,21 @@
-"""Where rows go: one schema, two backends (SQLite embedded, PostgreSQL shared)."""
+"""Where rows go: one schema, two backends (SQLite embedded, PostgreSQL shared), and every SQL
+statement of the crawler, in modules by concern."""
 
-from crawler.storage.backend import StorageBackend, StorageRefused, StorageUnavailable, open_backend
+from crawler.storage.backend import StorageBackend, StorageRefused, StorageUnavailable
 
 __all__ = ["StorageBackend", "StorageRefused", "StorageUnavailable", "open_backend"]
+
+
+def open_backend(database_url: str) -> StorageBackend:
+    """The backend for ``database_url`` (``sqlite:///PATH`` or ``postgresql://…``), not yet opened."""
+    scheme = database_url.partition("://")[0].lower()
+    # Imported when chosen: a crawl on SQLite never loads psycopg.
+    if scheme == "sqlite":
+        from crawler.storage.sqlite import SqliteBackend
+
+        return SqliteBackend(database_url)
+    if scheme in ("postgresql", "postgres"):
+        from crawler.storage.postgres import PostgresBackend
+
+        return PostgresBackend(database_url)
+    raise ValueError(f"DATABASE_URL must start with sqlite:// or postgresql://, got {database_url!r}")

@@ -1,12 +1,11 @@
-"""The storage interface the pipeline and the spiders write through, and its factory."""
+"""The storage interface: one schema, written in batches, read with ``?`` placeholders."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
-from typing import Any
+from typing import Any, ClassVar
 
 from crawler.storage.schema import MIGRATIONS, Dialect
 
@@ -54,15 +53,6 @@ class Batch:
             del getattr(self, kind)[: len(getattr(written, kind))]
 
 
-@dataclass(slots=True)
-class JobRecord:
-    id: str
-    spider: str
-    seeds: str
-    started_at: Any
-    status: str = "running"
-
-
 class StorageBackend(ABC):
     dialect: Dialect
     target: str
@@ -97,41 +87,3 @@ class StorageBackend(ABC):
     @abstractmethod
     async def vacuum(self, tables: Sequence[str]) -> None:
         """Give the space of deleted rows back and refresh the planner's statistics."""
-
-    async def start_job(self, job: JobRecord) -> None:
-        await self.execute(
-            "INSERT INTO crawl_jobs (id, spider, seeds, started_at, status) VALUES (?, ?, ?, ?, ?)",
-            (job.id, job.spider, job.seeds, job.started_at, job.status),
-        )
-
-    async def finish_job(
-        self, job_id: str, *, finished_at: Any, status: str, reason: str, counters: dict[str, int], stats: str
-    ) -> None:
-        await self.execute(
-            "UPDATE crawl_jobs SET finished_at = ?, status = ?, finish_reason = ?, pages_fetched = ?, "
-            "pages_failed = ?, rows_written = ?, stats = ? WHERE id = ?",
-            (
-                finished_at,
-                status,
-                reason,
-                counters.get("pages_fetched", 0),
-                counters.get("pages_failed", 0),
-                counters.get("rows_written", 0),
-                stats,
-                job_id,
-            ),
-        )
-
-
-def open_backend(database_url: str) -> StorageBackend:
-    """The backend for ``database_url`` (``sqlite:///PATH`` or ``postgresql://…``), not yet opened."""
-    scheme = database_url.partition("://")[0].lower()
-    if scheme == "sqlite":
-        from crawler.storage.sqlite import SqliteBackend
-
-        return SqliteBackend(database_url)
-    if scheme in ("postgresql", "postgres"):
-        from crawler.storage.postgres import PostgresBackend
-
-        return PostgresBackend(database_url)
-    raise ValueError(f"DATABASE_URL must start with sqlite:// or postgresql://, got {database_url!r}")

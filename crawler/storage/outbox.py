@@ -1,7 +1,8 @@
-"""The crawl's one storage backend and the rows other components hand to the pipeline.
+"""The crawl's storage: its backend and the rows other components hand to the pipeline.
 
-The storage pipeline creates and opens the backend; middlewares that persist state (learned
-delays, robots decisions) put rows in the outbox, which the pipeline writes with its batches.
+The storage pipeline opens the backend; components that persist state (learned delays, robots
+decisions, the request log, heartbeats) put rows in the outbox, which the pipeline writes with
+its batches.
 """
 
 from __future__ import annotations
@@ -9,9 +10,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from weakref import WeakKeyDictionary
-
-from scrapy.crawler import Crawler
 
 from crawler.storage.backend import Batch, StorageBackend
 
@@ -49,25 +47,10 @@ OBSERVED_KINDS = ("workers", "stats_samples", "domain_state", "request_log")
 
 
 @dataclass(slots=True)
-class SharedStorage:
+class CrawlStorage:
     backend: StorageBackend
     outbox: Outbox = field(default_factory=Outbox)
     opened: bool = False
     """Whether the pipeline has opened the backend (a job closed at start-up never does)."""
     flush: Callable[[], Awaitable[None]] | None = None
     """Write what is pending now (the pipeline's), for producers of many rows at once."""
-
-
-_shared: WeakKeyDictionary[Crawler, SharedStorage] = WeakKeyDictionary()
-
-
-def register(crawler: Crawler, backend: StorageBackend) -> SharedStorage:
-    shared = _shared[crawler] = SharedStorage(backend)
-    return shared
-
-
-def shared_storage(crawler: Crawler) -> SharedStorage | None:
-    """The crawl's storage, or None when no storage pipeline is enabled or its database
-    could not be opened."""
-    shared = _shared.get(crawler)
-    return shared if shared is not None and shared.opened else None

@@ -1,8 +1,9 @@
-"""Items as the rows the storage backend writes."""
+"""Items, and what the crawl learns, as the rows the storage backend writes (in the column
+order of ``crawler.storage.schema``)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from crawler.items import PageItem, SitemapEntryItem
@@ -30,3 +31,27 @@ def json_safe(row: tuple[Any, ...]) -> list[Any]:
         value.isoformat() if isinstance(value, datetime) else value.hex() if isinstance(value, bytes) else value
         for value in row
     ]
+
+
+def domain_row(domain: str, learned_delay: float, floor: float, robots_delay: float | None) -> tuple[Any, ...]:
+    """A domain's learned pacing, in ``DOMAIN_COLUMNS`` order."""
+    return (domain, learned_delay, floor, robots_delay, datetime.now(UTC))
+
+
+def robots_row(
+    domain: str, text: str | None, status: int | None, fetched_at: float, expires_at: float, crawl_delay: float | None,
+    allowed: bool,
+) -> tuple[Any, ...]:
+    """A domain's robots.txt fetch, in ``ROBOTS_COLUMNS`` order (times as Unix seconds)."""
+    return (
+        domain, text, status, datetime.fromtimestamp(fetched_at, UTC), datetime.fromtimestamp(expires_at, UTC),
+        crawl_delay, allowed, datetime.now(UTC),
+    )  # fmt: skip
+
+
+def robots_decision_row(
+    url: str, domain: str, user_agent: str, allowed: bool, rule: str | None, crawl_delay: float | None,
+    reason: str | None, job_id: str | None,
+) -> tuple[Any, ...]:
+    """A robots.txt decision, in ``ROBOTS_DECISION_COLUMNS`` order."""
+    return (url, domain, user_agent, allowed, rule, crawl_delay, reason, datetime.now(UTC), job_id)

@@ -11,7 +11,7 @@ from crawler.api.database import utc_now
 from crawler.storage.values import unix_time
 from crawler.api.routing import DOMAIN, Param, Route
 from crawler.api.services import services
-from crawler.control.audit import summarize
+from crawler.control.site_audit import summarize
 
 
 async def domains(request: web.Request) -> web.Response:

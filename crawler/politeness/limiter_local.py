@@ -1,24 +1,20 @@
 """The domain limiter: the policy applied to per-domain state kept in this process.
 
-One instance per crawler (``limiter_for``), shared by the frontier queue (which starts
-requests only on ready domains), the limiter middleware (which records outcomes) and the
-robots middleware (which sets robots delays). The clock is injectable; it is Unix time so that
-times stored in request meta (``not_before``) mean the same thing everywhere.
+One per crawler (``CrawlServices.limiter``), shared by the frontier (which starts requests only
+on ready domains), the limiter middleware (which records outcomes) and the robots.txt service
+(which sets robots delays). ``RedisDomainLimiter`` keeps the same state in Redis for a shared
+crawl. The clock is injectable; it is Unix time so that times stored in request meta
+(``not_before``) mean the same thing everywhere.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Container
-from dataclasses import replace
 from typing import Any
-from weakref import WeakKeyDictionary
 
-from scrapy.crawler import Crawler
-from scrapy.settings import BaseSettings
-
-from crawler.politeness.overrides import ControlTable, parse_overrides
-from crawler.politeness.policy import DomainState, Outcome, Policy, PolicyConfig
+from crawler.politeness.overrides import ControlTable
+from crawler.politeness.policy import DomainState, Outcome, Policy
 
 
 class DomainLimiter:
@@ -142,51 +138,3 @@ class DomainLimiter:
 
     def concurrency(self, domain: str) -> int:
         return self.policy.concurrency(self.state(domain))
-
-
-def policy_config(settings: BaseSettings) -> PolicyConfig:
-    if not settings.getbool("CRAWLER_LIMITER_ENABLED"):
-        # No pacing at all: no delay, no per-domain limit beyond Scrapy's own.
-        return PolicyConfig(default_delay=0, base_concurrency=1_000_000, latency_factor=0, circuit_failures=1_000_000)
-    return PolicyConfig(
-        default_delay=settings.getfloat("CRAWLER_DEFAULT_DELAY"),
-        min_delay=settings.getfloat("CRAWLER_MIN_DELAY"),
-        robots_delay_cap=settings.getfloat("CRAWLER_ROBOTS_DELAY_CAP"),
-        max_delay=settings.getfloat("CRAWLER_MAX_DELAY"),
-        base_concurrency=settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
-        concurrency_step=settings.getfloat("CRAWLER_CONCURRENCY_STEP"),
-        probe_after=settings.getint("CRAWLER_PROBE_AFTER"),
-        block_cap=settings.getfloat("CRAWLER_BLOCK_CAP"),
-        circuit_failures=settings.getint("CRAWLER_CIRCUIT_FAILURES"),
-        circuit_open_seconds=settings.getfloat("CRAWLER_CIRCUIT_OPEN_SECONDS"),
-        circuit_close_successes=settings.getint("CRAWLER_CIRCUIT_CLOSE_SUCCESSES"),
-        latency_factor=settings.getfloat("CRAWLER_LATENCY_FACTOR"),
-        # A request not sent within the download timeout has failed, and its slot is returned.
-        send_timeout=settings.getfloat("DOWNLOAD_TIMEOUT"),
-        handout_lead=settings.getfloat("CRAWLER_HANDOUT_LEAD_SECONDS"),
-    )
-
-
-_limiters: WeakKeyDictionary[Crawler, DomainLimiter] = WeakKeyDictionary()
-
-
-def limiter_for(crawler: Crawler) -> DomainLimiter:
-    """The crawler's one limiter, created on first use."""
-    limiter = _limiters.get(crawler)
-    if limiter is None:
-        # Imported here: the shared limiter builds on this module.
-        from crawler.shared.connection import shared_services
-        from crawler.shared.limiter import SharedDomainLimiter
-
-        services = shared_services(crawler)
-        config = policy_config(crawler.settings)
-        if services is not None:
-            # The frontier script applies the lead: it alone knows when the last request of
-            # any process left, which this process's copy of a domain's state does not.
-            config = replace(config, handout_lead=0.0)
-        policy = Policy(config)
-        limiter = _limiters[crawler] = (
-            DomainLimiter(policy) if services is None else SharedDomainLimiter(policy, services.frontier, services.link)
-        )
-        limiter.controls = ControlTable(parse_overrides(crawler.settings.getdict("CRAWLER_DOMAIN_OVERRIDES")))
-    return limiter

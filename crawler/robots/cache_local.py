@@ -1,4 +1,4 @@
-"""robots.txt per domain, with the time it stays valid; no I/O."""
+"""robots.txt files per domain in this process, with the time each stays valid; no I/O."""
 
 from __future__ import annotations
 
@@ -6,12 +6,11 @@ from dataclasses import dataclass
 
 from crawler.robots.rules import RobotsRules
 
-CACHED_RESPONSE_FLAG = "robots-cache"
-"""Flag of a robots.txt response served from the cache: it used no network."""
-
 
 @dataclass(slots=True)
 class RobotsEntry:
+    """A domain's robots.txt as fetched, and the rules read from it."""
+
     rules: RobotsRules
     status: int | None
     """HTTP status of the fetch, None when it failed before any answer."""
@@ -30,11 +29,14 @@ class RobotsCache:
         entry = self.entries.get(domain)
         return entry if entry is not None and entry.expires_at > now else None
 
-    def put(self, domain: str, rules: RobotsRules, status: int | None, body: bytes, now: float) -> RobotsEntry:
-        # A file that could not be read is tried again soon; a real answer is kept for the TTL.
+    def entry(self, rules: RobotsRules, status: int | None, body: bytes, now: float) -> RobotsEntry:
+        """A file fetched ``now``: one that could not be read is tried again soon, a real answer
+        is kept for the TTL."""
         temporary = status is None or status >= 500 or 300 <= status < 400
-        lifetime = self.retry_after if temporary else self.ttl
-        entry = self.entries[domain] = RobotsEntry(rules, status, body, now, now + lifetime)
+        return RobotsEntry(rules, status, body, now, now + (self.retry_after if temporary else self.ttl))
+
+    def put(self, domain: str, entry: RobotsEntry) -> RobotsEntry:
+        self.entries[domain] = entry
         return entry
 
     def forget(self, domain: str) -> None:

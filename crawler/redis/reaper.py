@@ -9,13 +9,14 @@ import time
 
 import redis
 
-from crawler.shared.store import SharedFrontier, delete_matching
+from crawler.redis.keys import delete_matching
+from crawler.redis.store import FrontierStore
 
 CLAIM_SECONDS = 60
 """How long a reclaim may take before another worker may try."""
 
 
-def reclaim_if_dead(frontier: SharedFrontier, reap_seconds: float) -> int:
+def reclaim_if_dead(frontier: FrontierStore, reap_seconds: float) -> int:
     """Delete the crawl's keys if no worker used them for ``reap_seconds`` (0: never); the
     number deleted. Of workers starting together, one deletes and the others wait for it."""
     if reap_seconds <= 0:

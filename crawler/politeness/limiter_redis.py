@@ -1,6 +1,8 @@
 """The domain limiter with its state in Redis, shared by every process of the crawl.
 
-The policy stays the pure one of ``crawler.politeness.policy``. Slots (reserve, sent, give back,
+The policy stays the pure one of ``crawler.politeness.policy``; the state is the crawl store's
+(``crawler.redis.store``), whose script also keeps the queues, so that a slot is reserved in the
+step that hands a request out. Slots (reserve, sent, give back,
 finish) are single script calls; outcomes (success, 429, failure, robots delay) read the
 domain's state, apply the policy and write it back in one optimistic transaction, tried again
 (a few times) if any process changed the domain meanwhile. What the frontier script needs of
@@ -26,11 +28,12 @@ from typing import Any, TypeVar
 
 import redis
 
-from crawler.politeness.limiter import DomainLimiter
+from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.overrides import ControlTable
 from crawler.politeness.policy import DomainState, Outcome, Policy
-from crawler.shared.link import REDIS_ERRORS, Op, RedisLink
-from crawler.shared.store import SharedFrontier, as_text
+from crawler.redis.keys import as_text
+from crawler.redis.link import REDIS_ERRORS, Op, RedisLink
+from crawler.redis.store import FrontierStore
 
 logger = logging.getLogger(__name__)
 
@@ -54,29 +57,29 @@ Change = Callable[[DomainState, float], T]
 """What an outcome does to a domain's state, at a time."""
 
 
-class SharedDomainLimiter(DomainLimiter):
-    def __init__(self, policy: Policy, frontier: SharedFrontier, link: RedisLink | None = None):
-        super().__init__(policy, frontier.clock or time.time)
-        self.frontier = frontier
-        self._timer = frontier.clock or time.monotonic
+class RedisDomainLimiter(DomainLimiter):
+    def __init__(self, policy: Policy, store: FrontierStore, link: RedisLink | None = None):
+        super().__init__(policy, store.clock or time.time)
+        self.store = store
+        self._timer = store.clock or time.monotonic
         """Measures time passed: a clock that never jumps (a test's own when it has one)."""
-        self.link = link or RedisLink(frontier.client)
+        self.link = link or RedisLink(store.client)
         self._grants: dict[str, tuple[str, str]] = {}  # domain -> (holder, reservation) granted, unused
         self._asking: set[str] = set()
 
     def _op(self, operation: str, *args: Any, done: Callable[[Any], None] | None = None) -> None:
-        frontier = self.frontier
-        self.link.submit(Op(send=lambda pipe: frontier.call(operation, *args, client=pipe), done=done))
+        store = self.store
+        self.link.submit(Op(send=lambda pipe: store.call(operation, *args, client=pipe), done=done))
 
     # --- state -------------------------------------------------------------------------------
     def refresh(self, domain: str) -> None:
         """Bring this process's copy of the domain's state up to date (soon)."""
-        key = self.frontier.domain_key(domain)
+        key = self.store.domain_key(domain)
         self.link.submit(
-            Op(send=lambda pipe: pipe.hmget(key, "state", *_SLOT_FIELDS), done=lambda f: self._store(domain, f and _decode(f)))
+            Op(send=lambda pipe: pipe.hmget(key, "state", *_SLOT_FIELDS), done=lambda f: self._keep(domain, f and _decode(f)))
         )
 
-    def _store(self, domain: str, state: DomainState | None) -> None:
+    def _keep(self, domain: str, state: DomainState | None) -> None:
         if state is not None:
             state.inflight = self.state(domain).inflight  # this process's own, not shared
             self.states[domain] = state
@@ -85,21 +88,21 @@ class SharedDomainLimiter(DomainLimiter):
         """Apply ``change`` to this process's copy now (the answer), and to the shared state
         in Redis by a transaction at the server's time."""
         result = change(self.state(domain), self.clock())
-        self.link.submit(Op(run=lambda client: self._transaction(client, domain, change), done=lambda s: self._store(domain, s)))
+        self.link.submit(Op(run=lambda client: self._transaction(client, domain, change), done=lambda s: self._keep(domain, s)))
         return result
 
     def _transaction(self, client: redis.Redis, domain: str, change: Change[Any]) -> DomainState | None:
-        key = self.frontier.domain_key(domain)
+        key = self.store.domain_key(domain)
         with client.pipeline() as pipe:
             for _ in range(WATCH_ATTEMPTS):
                 try:
                     pipe.watch(key)
-                    now = self.frontier.now() if self.frontier.clock is not None else _seconds(pipe.time())
+                    now = self.store.now() if self.store.clock is not None else _seconds(pipe.time())
                     state = _decode(pipe.hmget(key, "state", *_SLOT_FIELDS))
                     self.controls.for_domain(domain).apply(state)  # every process obeys the latest it knows
                     change(state, now)
                     pipe.multi()
-                    self.frontier.update(domain, self._fields(state), client=pipe)
+                    self.store.update(domain, self._fields(state), client=pipe)
                     pipe.execute()
                     return state
                 except redis.WatchError:
@@ -147,14 +150,14 @@ class SharedDomainLimiter(DomainLimiter):
         """The request of the domain's slot left now (the download handler saw its bytes leave);
         returns the delay in force, as this process knows it."""
         delay = super().sent(domain)
-        timer, frontier = self._timer, self.frontier
+        timer, store = self._timer, self.store
         left = timer()
 
         def send(pipe: Any) -> Any:
             # Stamped with the server's time when it runs, less the time this process knows
             # passed since the request left (until the script is sent, before it runs): never
             # earlier than the departure, and not later by the way to Redis either.
-            return frontier.call("sent", domain, repr(timer() - left), client=pipe)
+            return store.call("sent", domain, repr(timer() - left), client=pipe)
 
         # The domain's slot was held until now: its next request may be popped once the delay passes.
         self.link.submit(Op(send=send, done=lambda _: self.may_be_ready(domain)))
@@ -190,7 +193,7 @@ class SharedDomainLimiter(DomainLimiter):
         transaction per changed domain, on the link); new domains get them with their first
         change."""
         previous, self.controls = self.controls, controls
-        key = self.frontier.key("domains")
+        key = self.store.key("domains")
         try:
             names = {as_text(name) for name in await self.link.run(lambda client: client.smembers(key))}
         except REDIS_ERRORS:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from crawler.frontier.scope import Scope
-from crawler.shared.link import Op, RedisLink
+from crawler.redis.link import Op, RedisLink
+from crawler.scope.scope_local import Scope
 
 
-class SharedScope(Scope):
+class RedisScope(Scope):
     def __init__(self, mode: str, link: RedisLink, key: str):
         super().__init__(mode)
         self.link = link

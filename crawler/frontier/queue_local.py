@@ -1,5 +1,5 @@
-"""The politeness-aware frontier: Scrapy's scheduler priority queue, one queue per domain,
-handing out only requests whose domain is ready.
+"""The politeness-aware frontier of a crawl in one process: Scrapy's scheduler priority queue,
+one queue per domain, handing out only requests whose domain is ready.
 
 Plugged in with ``SCHEDULER_PRIORITY_QUEUE``. Modelled on Scrapy's
 ``DownloaderAwarePriorityQueue`` (one ``ScrapyPriorityQueue`` per slot), it adds what that one
@@ -16,6 +16,9 @@ it may start). The limiter says when a domain may be ready sooner than its time 
 finished or given back, a block cleared, robots.txt arrived). A domain whose robots.txt this
 process is fetching is on neither: only the arrival of the rules brings it back, so a crawl that
 opens thousands of domains at once does not look at each of them every second meanwhile.
+
+In a shared crawl, ``RedisFrontierQueue`` keeps the same queues in Redis; this queue then holds
+only the requests that cannot be shared (they carry objects of this process).
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from scrapy.crawler import Crawler
 from scrapy.pqueues import ScrapyPriorityQueue
 from scrapy.utils.httpobj import urlparse_cached
 
-from crawler.frontier.meta import DOMAIN, HOLDER, NOT_BEFORE, RESERVATION, domain_key, robots_holder
+from crawler.frontier.meta import NOT_BEFORE
 from crawler.frontier.wakeup import EngineWakeup
-from crawler.middlewares.robots import RobotsMiddleware, robots_for
-from crawler.politeness.limiter import DomainLimiter, limiter_for
+from crawler.politeness.limiter_local import DomainLimiter
+from crawler.politeness.slots import DOMAIN, HOLDER, RESERVATION, domain_key, robots_holder
+from crawler.robots.service import RobotsService
+from crawler.services import CrawlServices
 
 SWEEP_SECONDS = 60.0
 """How often at most the states of idle domains are looked for and evicted."""
@@ -67,12 +72,16 @@ class PolitePriorityQueue:
         *,
         start_queue_cls: type | None = None,
         limiter: DomainLimiter | None = None,
+        robots: RobotsService | None = None,
     ):
+        """``limiter`` and ``robots``: the crawl's (``CrawlServices``) unless given."""
         self.crawler = crawler
         self.downstream_queue_cls = downstream_queue_cls
         self.start_queue_cls = start_queue_cls
         self.key = key
-        self.limiter = limiter or limiter_for(crawler)
+        services = CrawlServices.of(crawler)
+        self.limiter = limiter or services.limiter
+        self.robots = robots or services.robots
         self.queues: dict[str, ScrapyPriorityQueue] = {}
         self.waiting: list[tuple[float, int, Request]] = []  # (not_before, order, request)
         self._size = 0
@@ -135,27 +144,27 @@ class PolitePriorityQueue:
             _, entry, domain = heapq.heappop(self._timeline)
             if self._entry.get(domain) == entry:
                 self._mark_ready(domain)
-        robots = robots_for(self.crawler)
         while self._ready:
             # Highest priority first (lowest curprio); among equals the domain served longest ago.
             _, _, entry, domain = heapq.heappop(self._ready)
-            if self._entry.get(domain) == entry and (request := self._start(domain, now, robots)) is not None:
+            if self._entry.get(domain) == entry and (request := self._start(domain, now)) is not None:
                 return request
         self._wake_engine_at(self._next_ready(), now)
         return None
 
-    def _start(self, domain: str, now: float, robots: RobotsMiddleware | None) -> Request | None:
+    def _start(self, domain: str, now: float) -> Request | None:
         """The domain's next request if the domain may start one now; else the domain waits."""
         if not self.limiter.can_start(domain, now):
             self._wait(domain, now)
             return None
+        robots = self.robots
         if robots is not None and not robots.ready(domain):
             # The domain's robots.txt comes first, on the domain's own slot; its arrival makes
             # the domain ready.
             if not robots.fetching(domain):
                 reservation = self.limiter.try_start(domain, robots_holder(domain))
                 if reservation is not None:
-                    robots.fetch(domain, self._schemes.get(domain, "http"), reservation)
+                    robots.claimed(domain, self._schemes.get(domain, "http"), reservation)
             if robots.fetching(domain):
                 self._wait_to_be_told(domain)  # the rules reach the limiter, which tells this queue
             else:  # another process of a shared crawl took the slot first
@@ -182,12 +191,11 @@ class PolitePriorityQueue:
 
     def _evict_idle(self, now: float) -> None:
         self._next_sweep = now + min(self.idle_seconds, SWEEP_SECONDS)
-        robots = robots_for(self.crawler)
         for domain in self.limiter.evict_idle(now, self.idle_seconds, keep=self.queues):
             self._served.pop(domain, None)
             self._schemes.pop(domain, None)
-            if robots is not None:
-                robots.forget(domain)
+            if self.robots is not None:
+                self.robots.forget(domain)
 
     def _wait(self, domain: str, now: float) -> None:
         """Until the domain's ready time, or, when only its concurrency holds it, until a slot

@@ -1,5 +1,5 @@
 """A Bloom filter's arithmetic: its size for a capacity and error rate, and where a request's
-bits lie. Pure: no Redis here (``dupefilter.py`` keeps the bits).
+bits lie. Pure: no Redis here (``bloom.py`` keeps the bits).
 
 The filter is split into blocks of at most ``MAX_BLOCK_BITS`` bits, each its own Redis string,
 and all of a request's bits lie in one block: one key a request (so the frontier script touches

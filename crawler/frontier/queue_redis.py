@@ -1,6 +1,7 @@
-"""The domain-aware queue class for scrapy-redis (``SCHEDULER_QUEUE_CLASS``).
+"""The politeness-aware frontier of a crawl shared by several processes: the domain-aware queue
+class for scrapy-redis (``SCHEDULER_QUEUE_CLASS``).
 
-Per-domain queues and a ready-time index live in Redis (``SharedFrontier``); a pop hands out
+Per-domain queues and a ready-time index live in Redis (``crawler.redis.store``); a pop hands out
 only a request whose domain is ready, reserving its slot, whichever process asks (or one
 whose slot comes within ``CRAWLER_HANDOUT_LEAD_SECONDS``, with the time it may leave, which the
 download handler waits for). A popped
@@ -34,17 +35,15 @@ from scrapy_redis.queue import Base
 from twisted.python.failure import Failure
 
 from crawler.frontier.codec import RequestCodec, UnserializableRequest
-from crawler.frontier.meta import DOMAIN, HOLDER, LEAVE_AT, NOT_BEFORE, RESERVATION, domain_key, robots_holder
+from crawler.frontier.meta import NOT_BEFORE
 from crawler.frontier.unfetched import record_outcome
 from crawler.frontier.wakeup import EngineWakeup
-from crawler.middlewares.robots import robots_for
-from crawler.politeness.limiter import limiter_for
-from crawler.signals import domain_blocked
-from crawler.shared.connection import shared_services
-from crawler.shared.link import Op
-from crawler.shared.scope import SharedScope
-from crawler.shared.store import FrontierSizes, PopBatch, Popped, SharedFrontier, parse_pop
-from crawler.signals import rows_committed
+from crawler.politeness.slots import DOMAIN, HOLDER, LEAVE_AT, RESERVATION, domain_key
+from crawler.redis.link import Op
+from crawler.redis.store import FrontierSizes, FrontierStore, PopBatch, Popped, parse_pop
+from crawler.scope.scope_redis import RedisScope
+from crawler.services import CrawlServices
+from crawler.signals import domain_blocked, rows_committed
 
 logger = logging.getLogger(__name__)
 
@@ -70,10 +69,10 @@ class QueueEntry:
         scheme = urlparse_cached(request).scheme
         return cls(domain_key(request), request.priority, encoded, request.meta.get(NOT_BEFORE) or 0.0, scheme, seen)
 
-    def arguments(self, frontier: SharedFrontier) -> list[Any]:
+    def arguments(self, frontier: FrontierStore) -> list[Any]:
         return frontier.push_arguments(self.domain, self.priority, self.request, self.not_before, self.scheme, self.seen)
 
-    def push_to(self, frontier: SharedFrontier) -> bool:
+    def push_to(self, frontier: FrontierStore) -> bool:
         """False when the request was seen before."""
         return bool(frontier.call(*self.arguments(frontier)))
 
@@ -83,15 +82,17 @@ def lease_key(request: Request) -> str:
     return request.meta.get("redirect_urls", [request.url])[0]
 
 
-class SharedFrontierQueue(Base):
+class RedisFrontierQueue(Base):
     def __init__(self, server: redis.Redis, spider: Spider, key: str, serializer: Any = None):
         super().__init__(server, spider, key, serializer=json)
         crawler = spider.crawler
-        services = shared_services(crawler)
-        assert services is not None, "the shared frontier needs REDIS_URL"
+        services = CrawlServices.of(crawler)
+        assert services.redis is not None, "the shared frontier needs REDIS_URL"
         self.crawler = crawler
-        self.frontier = services.frontier
-        self.link = services.link
+        self.frontier = services.redis.store
+        self.link = services.redis.link
+        self.robots = services.robots
+        self.services = services
         settings = crawler.settings
         self.codec = RequestCodec(
             spider, settings.getlist("CRAWLER_REDIS_META_KEYS"), settings.getlist("CRAWLER_REDIS_LOCAL_META_KEYS")
@@ -120,7 +121,7 @@ class SharedFrontierQueue(Base):
         self._tasks: list[asyncio.Task[None]] = []
         # Leases that expired while Redis was away are renewed before a pop could reclaim them.
         self.link.first_on_retry.append(self._renewal)
-        self.limiter = limiter_for(crawler)
+        self.limiter = services.limiter
         self.limiter.watch(self.may_be_ready)
         crawler.signals.connect(self.rows_committed, signal=rows_committed)
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
@@ -174,10 +175,8 @@ class SharedFrontierQueue(Base):
         if self._popping or time.monotonic() < self._pop_after:
             return
         self._popping = True
-        spider = self.crawler.spider
-        scope = getattr(spider, "scope", None)
-        if isinstance(scope, SharedScope):
-            scope.refresh()  # seeds other processes added: the requests popped may link there
+        if isinstance(self.services.scope, RedisScope):
+            self.services.scope.refresh()  # seeds other processes added: the requests popped may link there
         count = self.prefetch - len(self.at_hand)
         frontier = self.frontier
         lead = repr(self.lead)
@@ -207,7 +206,7 @@ class SharedFrontierQueue(Base):
                     self._give_back(popped.domain, [request])  # popped before this process's block reached Redis
                 else:
                     requests.append(request)
-        robots = robots_for(self.crawler)
+        robots = self.robots
         missing = {domain_key(r) for r in requests if robots is not None and not robots.ready(domain_key(r))}
         if robots is not None and robots.shared is not None and missing:
             # Rules another process stored, brought here before their domain's requests go.
@@ -331,16 +330,10 @@ class SharedFrontierQueue(Base):
 
     # --- internals -------------------------------------------------------------------------------
     def _robots(self, domain: str, scheme: str, reservation: str) -> None:
-        robots = robots_for(self.crawler)
-        if robots is None:
-            return
-        if robots.ready(domain):  # known here (stored by an earlier job): publish, free the slot
-            robots.publish(domain)
-            self.limiter.unreserve(domain, reservation)
-            self.limiter.finish(domain, robots_holder(domain))
-            return
-        self.stats.inc_value("frontier/robots_fetches")
-        robots.fetch(domain, scheme, reservation)
+        if self.robots is not None:
+            if not self.robots.ready(domain):
+                self.stats.inc_value("frontier/robots_fetches")
+            self.robots.claimed(domain, scheme, reservation)
 
     def _decode(self, domain: str, encoded: str, reservation: str) -> Request | None:
         try:

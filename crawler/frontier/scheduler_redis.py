@@ -1,4 +1,5 @@
-"""scrapy-redis's scheduler for a crawl shared by several processes (``REDIS_URL`` set).
+"""The scheduler of a crawl shared by several processes (``REDIS_URL``): scrapy-redis's, which
+the shared-crawl add-on names in ``SCHEDULER``.
 
 What it changes in scrapy-redis's: the queue and seen filter keys are the crawl's
 (``crawl_prefix``), so separate crawls never meet; every Redis command goes through the
@@ -28,34 +29,34 @@ from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet.defer import Deferred
 
 from crawler.frontier.codec import UnserializableRequest
-from crawler.frontier.queue import PolitePriorityQueue
+from crawler.frontier.queue_local import PolitePriorityQueue
+from crawler.frontier.queue_redis import RedisFrontierQueue
 from crawler.frontier.unfetched import record_unfetched
-from crawler.shared.connection import SharedServices, shared_services
-from crawler.shared.dupefilter import seen_filter
-from crawler.shared.link import REDIS_ERRORS, Op
-from crawler.shared.queue import SharedFrontierQueue
-from crawler.shared.reaper import reclaim_if_dead
+from crawler.redis.connection import CrawlRedis
+from crawler.redis.link import REDIS_ERRORS, Op
+from crawler.redis.reaper import reclaim_if_dead
+from crawler.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
 
-class SharedFrontierScheduler(RedisScheduler):
-    queue: SharedFrontierQueue
-    services: SharedServices
+class RedisFrontierScheduler(RedisScheduler):
+    queue: RedisFrontierQueue
+    redis: CrawlRedis
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        services = shared_services(crawler)
-        assert services is not None
+        services = CrawlServices.of(crawler)
+        assert services.redis is not None, "a shared crawl needs REDIS_URL"
         settings = crawler.settings
         scheduler = cls(
-            server=services.client,
+            server=services.redis.client,
             persist=True,
-            queue_key=services.prefix,
+            queue_key=services.redis.prefix,
             queue_cls=settings.get("SCHEDULER_QUEUE_CLASS"),
-            dupefilter=seen_filter(crawler, services.client, services.key("seen"), crawler.request_fingerprinter),
+            dupefilter=services.seen,
         )
-        scheduler.services = services
+        scheduler.redis = services.redis
         scheduler.stats = crawler.stats
         scheduler.crawler = crawler
         scheduler.local = PolitePriorityQueue.from_crawler(
@@ -76,9 +77,9 @@ class SharedFrontierScheduler(RedisScheduler):
         # scrapy-redis's own open, with our queue class from SCHEDULER_QUEUE_CLASS and without
         # its flush-on-start: a joining process must never empty the others' frontier.
         self.spider = spider
-        link = self.services.link
+        link = self.redis.link
         link.start(self.crawler.settings.getfloat("CRAWLER_REDIS_RETRY_SECONDS"), self.stats)
-        frontier = self.services.frontier
+        frontier = self.redis.store
         deleted = await link.run(lambda _: reclaim_if_dead(frontier, self.reap_seconds))
         if deleted:
             logger.warning(
@@ -116,7 +117,7 @@ class SharedFrontierScheduler(RedisScheduler):
             else:
                 self._dropped(request)
 
-        self.services.link.submit(Op(send=lambda pipe: self.df.mark(seen, pipe), done=marked))
+        self.redis.link.submit(Op(send=lambda pipe: self.df.mark(seen, pipe), done=marked))
 
     def _dropped(self, request: Request) -> None:
         """A request found seen once Redis answered: what Scrapy's engine does for a request
@@ -139,7 +140,7 @@ class SharedFrontierScheduler(RedisScheduler):
         return deferred_from_coro(self._close(reason))
 
     async def _close(self, reason: str) -> None:
-        link = self.services.link
+        link = self.redis.link
         self.queue.release()
         if reason != "finished":
             await record_unfetched(self.crawler, self.local.drain(), reason)
@@ -171,7 +172,7 @@ class SharedFrontierScheduler(RedisScheduler):
             return frontier.clear() if frontier.sizes().empty else None
 
         try:
-            deleted = await self.services.link.run(clear)
+            deleted = await self.redis.link.run(clear)
         except REDIS_ERRORS as exc:
             logger.warning("Could not clear the completed crawl's keys: %s", exc)
             return

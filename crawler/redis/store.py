@@ -1,6 +1,7 @@
-"""The shared frontier in Redis: per-domain queues, ready times, slots, leases and domain state,
+"""The crawl's state in Redis: per-domain queues, ready times, slots, leases and domain state,
 changed only through one Lua script (``frontier.lua``) so that every change is atomic across
-processes. No Scrapy here: requests arrive encoded, times come from an injectable clock.
+processes. The frontier's queue, the limiter and the robots.txt cache call it; no Scrapy here:
+requests arrive encoded, times come from an injectable clock.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from typing import Any
 
 import redis
 
-MARK_SEEN = files("crawler.shared").joinpath("seen.lua").read_text(encoding="utf-8")
+from crawler.redis.keys import as_text, delete_matching
+
+MARK_SEEN = files("crawler.redis").joinpath("seen.lua").read_text(encoding="utf-8")
 """The seen filters' marking, shared by the frontier script and the filters' own."""
-SCRIPT = MARK_SEEN + files("crawler.shared").joinpath("frontier.lua").read_text(encoding="utf-8")
+SCRIPT = MARK_SEEN + files("crawler.redis").joinpath("frontier.lua").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +72,7 @@ class FrontierSizes:
         return not (self.queued or self.delayed or self.leased)
 
 
-class SharedFrontier:
+class FrontierStore:
     def __init__(
         self,
         client: redis.Redis,
@@ -242,20 +245,3 @@ def parse_pop(answer: list[Any]) -> PopBatch:
     rest = answer[1 + 5 * len(popped) :]
     wait = float(rest[0]) if rest and as_text(rest[0]) else None
     return PopBatch(now, popped, wait)
-
-
-def as_text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def delete_matching(client: redis.Redis, pattern: str, keep: frozenset[bytes] | set[bytes] = frozenset()) -> int:
-    """Delete the keys matching ``pattern`` (SCAN, never KEYS) but those in ``keep``; the number deleted."""
-    deleted, batch = 0, []
-    for key in client.scan_iter(match=pattern, count=1000):
-        if key in keep:
-            continue
-        batch.append(key)
-        if len(batch) == 500:
-            deleted += client.delete(*batch)
-            batch = []
-    return deleted + (client.delete(*batch) if batch else 0)

@@ -1,0 +1,30 @@
+"""The policy's configuration from the crawl's settings."""
+
+from __future__ import annotations
+
+from scrapy.settings import BaseSettings
+
+from crawler.politeness.policy import PolicyConfig
+
+
+def policy_config(settings: BaseSettings) -> PolicyConfig:
+    if not settings.getbool("CRAWLER_LIMITER_ENABLED"):
+        # No pacing at all: no delay, no per-domain limit beyond Scrapy's own.
+        return PolicyConfig(default_delay=0, base_concurrency=1_000_000, latency_factor=0, circuit_failures=1_000_000)
+    return PolicyConfig(
+        default_delay=settings.getfloat("CRAWLER_DEFAULT_DELAY"),
+        min_delay=settings.getfloat("CRAWLER_MIN_DELAY"),
+        robots_delay_cap=settings.getfloat("CRAWLER_ROBOTS_DELAY_CAP"),
+        max_delay=settings.getfloat("CRAWLER_MAX_DELAY"),
+        base_concurrency=settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
+        concurrency_step=settings.getfloat("CRAWLER_CONCURRENCY_STEP"),
+        probe_after=settings.getint("CRAWLER_PROBE_AFTER"),
+        block_cap=settings.getfloat("CRAWLER_BLOCK_CAP"),
+        circuit_failures=settings.getint("CRAWLER_CIRCUIT_FAILURES"),
+        circuit_open_seconds=settings.getfloat("CRAWLER_CIRCUIT_OPEN_SECONDS"),
+        circuit_close_successes=settings.getint("CRAWLER_CIRCUIT_CLOSE_SUCCESSES"),
+        latency_factor=settings.getfloat("CRAWLER_LATENCY_FACTOR"),
+        # A request not sent within the download timeout has failed, and its slot is returned.
+        send_timeout=settings.getfloat("DOWNLOAD_TIMEOUT"),
+        handout_lead=settings.getfloat("CRAWLER_HANDOUT_LEAD_SECONDS"),
+    )

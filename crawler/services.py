@@ -1,0 +1,160 @@
+"""What the components of one crawl share, built once per crawler: the domain limiter, the
+robots.txt service, the scope, the address guard, the storage and, in a shared crawl, the
+crawl's Redis connection and seen filter.
+
+Every component finds them the same way, ``CrawlServices.of(crawler)``. Whether the crawl keeps
+its state in the process or shares it through Redis (``REDIS_URL``) is decided here, once: this
+is the only module that builds both the local and the Redis variants. Each service is built when
+first asked for; the Redis ones need the crawl's id, which the spider names (``name_crawl``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import cached_property
+
+from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings
+
+from crawler.guard.addresses import AddressPolicy, parse_networks
+from crawler.guard.checker import AddressGuard
+from crawler.guard.resolver import installed_resolver
+from crawler.politeness.config import policy_config
+from crawler.politeness.limiter_local import DomainLimiter
+from crawler.politeness.limiter_redis import RedisDomainLimiter
+from crawler.politeness.overrides import ControlTable, parse_overrides
+from crawler.politeness.policy import DomainState, Policy
+from crawler.redis.connection import CrawlRedis, redis_enabled
+from crawler.redis.store import FrontierConfig
+from crawler.robots.cache_redis import RedisRobotsCache
+from crawler.robots.service import RobotsService
+from crawler.scope.scope_local import Scope
+from crawler.scope.scope_redis import RedisScope
+from crawler.seen.bloom import BloomSeenFilter
+from crawler.seen.bloom_shape import BloomShape
+from crawler.seen.exact import ExactSeenFilter
+from crawler.seen.filter import MarkedSeenFilter, has_bloom_module
+from crawler.storage import open_backend
+from crawler.storage.outbox import CrawlStorage
+
+_ATTRIBUTE = "crawl_services"
+"""Where the crawler object carries its services."""
+
+
+class CrawlServices:
+    def __init__(self, crawler: Crawler):
+        self.crawler = crawler
+        self.settings = crawler.settings
+        self.shared = redis_enabled(crawler.settings)
+        """Whether the crawl is shared through Redis."""
+        self.scope: Scope | None = None
+        """The crawl's scope, once the spider made one (``make_scope``); None: nothing limits
+        where the crawl goes (a spider of another project's kind)."""
+        self._crawl_id: str | None = None
+        self._storage: CrawlStorage | None = None
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> CrawlServices:
+        """The crawler's services, made on first use."""
+        services = getattr(crawler, _ATTRIBUTE, None)
+        if services is None:
+            services = cls(crawler)
+            setattr(crawler, _ATTRIBUTE, services)
+        return services
+
+    def name_crawl(self, crawl_id: str) -> None:
+        """The id of the crawl the spider belongs to (the key prefix of a shared crawl)."""
+        self._crawl_id = crawl_id
+
+    @property
+    def crawl_id(self) -> str:
+        crawl = self._crawl_id or getattr(self.crawler.spider, "crawl_id", None)
+        if not crawl:
+            raise RuntimeError("a shared crawl needs its id: the spider names it (CrawlServices.name_crawl)")
+        return crawl
+
+    @cached_property
+    def redis(self) -> CrawlRedis | None:
+        """The crawl's Redis connection, in a shared crawl."""
+        return CrawlRedis(self.settings, self.crawl_id, frontier_config(self.settings)) if self.shared else None
+
+    @cached_property
+    def limiter(self) -> DomainLimiter:
+        config = policy_config(self.settings)
+        if self.redis is None:
+            limiter = DomainLimiter(Policy(config))
+        else:
+            # The frontier script applies the lead: it alone knows when the last request of any
+            # process left, which this process's copy of a domain's state does not.
+            limiter = RedisDomainLimiter(Policy(replace(config, handout_lead=0.0)), self.redis.store, self.redis.link)
+        limiter.controls = ControlTable(parse_overrides(self.settings.getdict("CRAWLER_DOMAIN_OVERRIDES")))
+        return limiter
+
+    @cached_property
+    def robots(self) -> RobotsService | None:
+        """The robots.txt service, when robots.txt is obeyed (``ROBOTSTXT_OBEY``)."""
+        if not self.settings.getbool("ROBOTSTXT_OBEY"):
+            return None
+        service = RobotsService(self.crawler, self.limiter, self.storage)
+        if self.redis is not None:
+            service.shared = RedisRobotsCache(self.redis.store, self.redis.link, service.rules)
+        return service
+
+    def make_scope(self) -> Scope:
+        """The crawl's scope (``CRAWLER_SCOPE``), made by the spider, which adds its seeds."""
+        if self.scope is None:
+            mode = self.settings.get("CRAWLER_SCOPE")
+            self.scope = Scope(mode) if self.redis is None else RedisScope(mode, self.redis.link, self.redis.key("scope"))
+        return self.scope
+
+    @cached_property
+    def guard(self) -> AddressGuard:
+        """The address guard; it shares its policy with the guarded resolver where Scrapy
+        installed one, so that seeds allowed here are allowed at connection time too."""
+        resolver = installed_resolver()
+        if resolver is not None:
+            return AddressGuard(resolver.policy, lambda: self.scope, resolver)
+        networks = parse_networks(self.settings.getlist("CRAWLER_ALLOWED_NETWORKS"))
+        return AddressGuard(AddressPolicy(networks), lambda: self.scope)
+
+    @cached_property
+    def seen(self) -> MarkedSeenFilter | None:
+        """The crawl's seen filter in Redis, as ``CRAWLER_SEEN_FILTER`` says, in a shared crawl
+        (a crawl in one process uses Scrapy's own dupefilter)."""
+        if self.redis is None:
+            return None
+        settings, client, key = self.settings, self.redis.client, self.redis.key("seen")
+        fingerprinter, debug = self.crawler.request_fingerprinter, settings.getbool("DUPEFILTER_DEBUG")
+        kind = settings.get("CRAWLER_SEEN_FILTER")
+        if kind == "exact":
+            return ExactSeenFilter(client, key, fingerprinter, debug)
+        if kind == "bloom":
+            shape = BloomShape.for_capacity(settings.getint("CRAWLER_BLOOM_CAPACITY"), settings.getfloat("CRAWLER_BLOOM_ERROR_RATE"))
+            return BloomSeenFilter(client, key, fingerprinter, shape, use_module=has_bloom_module(client), debug=debug)
+        raise ValueError(f"CRAWLER_SEEN_FILTER must be 'exact' or 'bloom', not {kind!r}")
+
+    @property
+    def storage(self) -> CrawlStorage:
+        """The crawl's database (``DATABASE_URL``), which the storage pipeline opens."""
+        if self._storage is None:
+            self._storage = CrawlStorage(open_backend(self.settings.get("DATABASE_URL")))
+        return self._storage
+
+    @property
+    def open_storage(self) -> CrawlStorage | None:
+        """The storage once the pipeline opened it; None without a storage pipeline, or when the
+        database could not be opened."""
+        return self._storage if self._storage is not None and self._storage.opened else None
+
+
+def frontier_config(settings: BaseSettings) -> FrontierConfig:
+    """What the crawl's store in Redis needs of the settings: the pacing of a domain it has no
+    state for yet, the robots.txt gate, leases."""
+    policy = Policy(policy_config(settings))
+    return FrontierConfig(
+        default_delay=policy.effective_delay(DomainState()),
+        default_concurrency=policy.concurrency(DomainState()),
+        robots=settings.getbool("ROBOTSTXT_OBEY"),
+        lease_seconds=settings.getfloat("CRAWLER_LEASE_SECONDS"),
+        max_deliveries=settings.getint("CRAWLER_MAX_DELIVERIES"),
+    )
