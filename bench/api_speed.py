@@ -23,11 +23,13 @@ from scrapy.settings import Settings
 
 import crawler.settings
 from bench.api_common import UNLIMITED, scratch_database
-from crawler.api import queries
-from crawler.api.config import ServeConfig
-from crawler.api.database import Database as ApiDatabase
+from crawler.api.serve_config import ServeConfig
 from crawler.api.overview import gather
-from crawler.api.services import STORED_ONLY_RECOUNT_SECONDS, Services
+from crawler.api.context import STORED_ONLY_RECOUNT_SECONDS, ApiContext
+from crawler.api.overview import recent_samples
+from crawler.storage import open_backend
+from crawler.storage.domains import StoredOnlyCount, domains_page
+from crawler.storage.jobs import list_jobs
 from tests.api_contract import sample_stats
 from tests.api_server import ServeProcess, create_users, migrate
 from tests.helpers import Database
@@ -121,16 +123,16 @@ class StatementTimer:
                 self.count += 1
 
 
-async def open_services(database: Database) -> Services:
+async def open_services(database: Database) -> ApiContext:
     settings = Settings(vars(crawler.settings))
     settings.set("DATABASE_URL", database.url)
     settings.set("REDIS_URL", "")
-    return await Services.open(ServeConfig.from_settings(settings), settings)
+    return await ApiContext.open(ServeConfig.from_settings(settings), settings)
 
 
 async def refresh_database_time(database: Database, refreshes: int) -> list[tuple[float, int]]:
     found = await open_services(database)
-    timer = StatementTimer(found.db.backend)
+    timer = StatementTimer(found.db)
     results = []
     try:
         for _ in range(refreshes + 1):
@@ -138,9 +140,9 @@ async def refresh_database_time(database: Database, refreshes: int) -> list[tupl
             now = time.time()
             # The routes of one refresh one after another (the timer times each statement alone).
             await gather(found)
-            await queries.samples(found.db, datetime.fromtimestamp(now - 15 * 60 - 20, UTC))
-            await queries.domains(found.db, "delay", True, DASHBOARD_DOMAINS, 0, None, found.stored_only)
-            await found.db.raw(f"SELECT {', '.join(queries.JOB_COLUMNS)} FROM crawl_jobs ORDER BY started_at DESC LIMIT 20")
+            await recent_samples(found, datetime.fromtimestamp(now - 15 * 60 - 20, UTC))
+            await domains_page(found.db, "delay", True, DASHBOARD_DOMAINS, 0, None, found.stored_only)
+            await list_jobs(found.db, 20)
             results.append((timer.total, timer.count))
     finally:
         await found.close()
@@ -151,8 +153,8 @@ async def stored_only_recount_time(database: Database, recounts: int) -> float:
     """The count /api/domains keeps for STORED_ONLY_RECOUNT_SECONDS, so that most refreshes
     do without it: its own time, for its share of a refresh."""
     found = await open_services(database)
-    timer = StatementTimer(found.db.backend)
-    recount = queries.StoredOnlyCount(0)  # kept for no time: counts on every call
+    timer = StatementTimer(found.db)
+    recount = StoredOnlyCount(0)  # kept for no time: counts on every call
     times = []
     try:
         for _ in range(recounts + 1):
@@ -165,12 +167,13 @@ async def stored_only_recount_time(database: Database, recounts: int) -> float:
 
 
 async def round_trip(database: Database, count: int) -> float:
-    db = await ApiDatabase.open(database.url)
+    db = open_backend(database.url)
+    await db.open()
     try:
         times = []
         for _ in range(count):
             start = time.perf_counter()
-            await db.raw("SELECT 1")
+            await db.ping()
             times.append(time.perf_counter() - start)
     finally:
         await db.close()

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from crawler.api.auth import save_user
-from crawler.api.database import Database as ApiDatabase
+from crawler.storage import open_backend
 from tests.helpers import ROOT, Database, crawl_environment
 
 PASSWORDS = {"viewer": "viewer-password", "admin": "admin-password"}
@@ -82,7 +82,8 @@ def create_users(database: Database) -> None:
     """A ``user`` named viewer and an ``admin`` named admin (scrapy useradd is tested on its own)."""
 
     async def create() -> None:
-        db = await ApiDatabase.open(database.url)
+        db = open_backend(database.url)
+        await db.open()
         try:
             await save_user(db, "viewer", "user", PASSWORDS["viewer"])
             await save_user(db, "admin", "admin", PASSWORDS["admin"])
@@ -96,7 +97,9 @@ def migrate(database: Database) -> None:
     """Bring the database to the schema (as ``scrapy serve`` or a crawl would on start)."""
 
     async def open_close() -> None:
-        await (await ApiDatabase.open(database.url)).close()
+        backend = open_backend(database.url)
+        await backend.open()
+        await backend.close()
 
     _run(open_close)
 

@@ -11,12 +11,12 @@ from aiohttp.http_exceptions import HttpProcessingError
 from scrapy.settings import BaseSettings
 
 from crawler.api.auth import ANONYMOUS, COOKIE, Identity
-from crawler.api.config import ServeConfig
+from crawler.api.serve_config import ServeConfig
 from crawler.api.openapi import describe
 from crawler.api.routes import ROUTES
-from crawler.api.routes.site import OPENAPI
+from crawler.api.routes.site_routes import OPENAPI
 from crawler.api.routing import Handler, Route
-from crawler.api.services import IDENTITY, SERVICES, Services, services
+from crawler.api.context import IDENTITY, CONTEXT, ApiContext, context
 from crawler.storage import StorageUnavailable
 
 logger = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> w
 @web.middleware
 async def caller(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Resolve the session cookie, then count the request in its tier."""
-    found = services(request)
+    found = context(request)
     token = request.cookies.get(COOKIE)
     who = (await found.sessions.get(token) if token and len(token) < 200 else None) or ANONYMOUS
     request[IDENTITY] = who
@@ -68,7 +68,7 @@ def guarded(route: Route) -> Handler:
         if not who.may(route.role):
             return error(401, "authentication required") if who is ANONYMOUS else error(403, f"the {who.role} role may not do this")
         if route.tier is not None:
-            decision = services(request).limits.hit(route.tier, who.username)
+            decision = context(request).limits.hit(route.tier, who.username)
             if not decision.allowed:
                 return error(429, f"rate limit of the {route.tier} tier reached", {"Retry-After": str(decision.retry_after)})
         return await route.handler(request)
@@ -100,7 +100,7 @@ def build_app(config: ServeConfig, settings: BaseSettings, routes: Iterable[Rout
     app[OPENAPI] = describe(routes)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        found = app[SERVICES] = await Services.open(config, settings)
+        found = app[CONTEXT] = await ApiContext.open(config, settings)
         sweeper = asyncio.create_task(_forget_idle(found, config.rate_window))
         yield
         sweeper.cancel()
@@ -110,7 +110,7 @@ def build_app(config: ServeConfig, settings: BaseSettings, routes: Iterable[Rout
     return app
 
 
-async def _forget_idle(found: Services, every: float) -> None:
+async def _forget_idle(found: ApiContext, every: float) -> None:
     while True:
         await asyncio.sleep(every)
         found.limits.forget_idle()

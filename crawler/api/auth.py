@@ -19,7 +19,9 @@ from typing import Protocol
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from crawler.api.database import Database, utc_now
+from crawler.storage import StorageBackend
+from crawler.storage.accounts import create_session, delete_session, save_user as store_user, session_user, user_credentials
+from crawler.storage.values import utc_now
 
 ROLES = ("user", "admin")
 COOKIE = "crawler_session"
@@ -58,21 +60,15 @@ def _verify(stored: str, password: str) -> bool:
         return False
 
 
-async def save_user(db: Database, username: str, role: str, password: str) -> None:
+async def save_user(db: StorageBackend, username: str, role: str, password: str) -> None:
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
-    now = utc_now()
-    await db.raw(
-        "INSERT INTO users (username, role, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT (username) DO UPDATE SET role = excluded.role, password_hash = excluded.password_hash, "
-        "updated_at = excluded.updated_at",
-        (username, role, hash_password(password), now, now),
-    )
+    await store_user(db, username, role, hash_password(password), utc_now())
 
 
-async def authenticate(db: Database, username: str, password: str) -> Identity | None:
-    rows = await db.raw("SELECT role, password_hash FROM users WHERE username = ?", (username,))
-    role, stored = rows[0] if rows else (None, _dummy_hash())
+async def authenticate(db: StorageBackend, username: str, password: str) -> Identity | None:
+    credentials = await user_credentials(db, username)
+    role, stored = credentials if credentials is not None else (None, _dummy_hash())
     # argon2 costs tens of milliseconds of CPU: off the event loop.
     valid = await asyncio.to_thread(_verify, stored, password)
     return Identity(username, role) if valid and role else None
@@ -112,26 +108,20 @@ class RedisSessions:
 
 
 class DatabaseSessions:
-    def __init__(self, db: Database, seconds: float):
+    def __init__(self, db: StorageBackend, seconds: float):
         self.db = db
         self.seconds = seconds
 
     async def create(self, identity: Identity) -> str:
         token = secrets.token_urlsafe(32)
         now = utc_now()
-        # Expired sessions go as new ones come: the table stays as small as the live sessions.
-        await self.db.raw("DELETE FROM sessions WHERE expires_at < ?", (now,))
-        await self.db.raw(
-            "INSERT INTO sessions (token_hash, username, role, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-            (_digest(token), identity.username, identity.role, now, now + timedelta(seconds=self.seconds)),
-        )
+        expires = now + timedelta(seconds=self.seconds)
+        await create_session(self.db, _digest(token), identity.username, identity.role, now, expires)
         return token
 
     async def get(self, token: str) -> Identity | None:
-        rows = await self.db.raw(
-            "SELECT username, role FROM sessions WHERE token_hash = ? AND expires_at > ?", (_digest(token), utc_now())
-        )
-        return Identity(*rows[0]) if rows else None
+        found = await session_user(self.db, _digest(token), utc_now())
+        return Identity(*found) if found is not None else None
 
     async def delete(self, token: str) -> None:
-        await self.db.raw("DELETE FROM sessions WHERE token_hash = ?", (_digest(token),))
+        await delete_session(self.db, _digest(token))

@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from crawler.api import figures, queries
-from crawler.api.database import utc_now
-from crawler.storage.values import unix_time
-from crawler.api.services import Services
+from crawler.api import figures
+from crawler.api.context import ApiContext
+from crawler.storage.controls import crawl_paused
+from crawler.storage.domains import domain_totals
+from crawler.storage.inbox import inbox_summary
+from crawler.storage.observations import stats_samples, workers
+from crawler.storage.values import unix_time, utc_now
 
 MINUTE = 60.0
 WINDOW_MINUTES = figures.ERROR_RATE_MINUTES + 1
@@ -44,18 +47,19 @@ class Overview:
         return None if not responses else 1 - sum(p.errors for p in recent) / responses
 
 
-async def gather(found: Services) -> Overview:
+async def gather(found: ApiContext) -> Overview:
     moment = utc_now()
     now = moment.timestamp()
-    workers, samples, (domains, frontier), paused = await asyncio.gather(
-        queries.workers(found.db),
-        queries.samples(found.db, moment - timedelta(minutes=WINDOW_MINUTES)),
+    processes, samples, (domains, frontier), paused = await asyncio.gather(
+        workers(found.db),
+        recent_samples(found, moment - timedelta(minutes=WINDOW_MINUTES)),
         domains_and_frontier(found, moment),
-        found.db.scalar("SELECT paused FROM domain_controls WHERE domain = '*'"),
+        crawl_paused(found.db),
     )
     timeout = found.config.heartbeat_timeout
     stale = []
-    for worker in workers:
+    for worker in processes:
+        worker["stats"] = figures.numeric(worker["stats"])
         heartbeat = unix_time(worker["heartbeat_at"]) or 0.0
         worker["heartbeat_age"] = round(now - heartbeat, 3)
         worker["live"] = figures.is_live(worker["state"], heartbeat, now, timeout)
@@ -64,32 +68,34 @@ async def gather(found: Services) -> Overview:
     per_minute = figures.series(samples, now - (WINDOW_MINUTES - 1) * MINUTE, now, MINUTE)
     # Every process ever recorded counts, finished ones with their final figures: the totals
     # only grow, as Prometheus expects of a counter.
-    totals = figures.totals(w["stats"] for w in workers)
-    return Overview(now, workers, totals, per_minute, figures.alerts(per_minute, stale, timeout), frontier, domains, bool(paused))
+    totals = figures.totals(w["stats"] for w in processes)
+    return Overview(now, processes, totals, per_minute, figures.alerts(per_minute, stale, timeout), frontier, domains, paused)
 
 
-async def domains_and_frontier(found: Services, moment: datetime) -> tuple[dict[str, int], dict[str, Any]]:
+async def recent_samples(found: ApiContext, since: datetime) -> list[figures.Sample]:
+    """The processes' stats samples since ``since``, their numbers only."""
+    return [figures.Sample(worker, at, figures.numeric(stats)) for worker, at, stats in await stats_samples(found.db, since)]
+
+
+async def domains_and_frontier(found: ApiContext, moment: datetime) -> tuple[dict[str, int], dict[str, Any]]:
     """The domain totals, then the frontier with their sum of queue snapshots: one scan of
     ``domain_state`` rather than two."""
-    domains = await queries.domain_totals(found.db, moment)
+    domains = await domain_totals(found.db, moment)
     return domains, await frontier_summary(found, queued_snapshot=domains["queued"])
 
 
-async def frontier_summary(found: Services, queued_snapshot: int) -> dict[str, Any]:
+async def frontier_summary(found: ApiContext, queued_snapshot: int) -> dict[str, Any]:
     """Without Redis, what the database holds: URLs seeded through the API and not yet taken,
     the sum of the crawl processes' own queue snapshots (``queued_snapshot``, from the domain
     totals), and rows of URLs a job left unfetched."""
-    pending, oldest, skipped = (await found.db.raw(  # one round trip
-        "SELECT COUNT(*), MIN(added_at), (SELECT COUNT(*) FROM pages WHERE status = 'skipped') "
-        "FROM frontier_inbox WHERE taken_at IS NULL"
-    ))[0]  # fmt: skip
+    pending, oldest, skipped = await inbox_summary(found.db)
     oldest_at = unix_time(oldest)
     summary: dict[str, Any] = {
         "source": "database",
-        "inbox_pending": int(pending),
+        "inbox_pending": pending,
         "inbox_oldest_age": None if oldest_at is None else round(utc_now().timestamp() - oldest_at, 3),
         "queued": queued_snapshot,
-        "skipped_rows": int(skipped or 0),
+        "skipped_rows": skipped,
     }
     if found.frontier is not None:
         crawls = await asyncio.to_thread(found.frontier.sizes)

@@ -9,7 +9,7 @@ import argparse
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.api.config import ServeConfig
+from crawler.api.serve_config import ServeConfig
 
 
 class Command(ScrapyCommand):

@@ -13,7 +13,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.api.auth import ROLES, save_user
-from crawler.api.database import Database
+from crawler.storage import open_backend
 
 MIN_PASSWORD = 8
 
@@ -53,7 +53,8 @@ def _read_password() -> str:
 
 
 async def _save(database_url: str, name: str, role: str, password: str) -> None:
-    db = await Database.open(database_url)
+    db = open_backend(database_url)
+    await db.open()
     try:
         await save_user(db, name, role, password)
     finally:

@@ -28,8 +28,8 @@ class FrontierCounts:
             scheduler: Any = self.crawler.engine.scheduler if self.crawler.engine is not None else None
             return {"frontier/queued": len(scheduler)} if scheduler is not None else {}
         link, store = self.redis.link, self.redis.store
-        if not link.available or link.closed:
-            return {}  # Redis away (the link says so in the log), or the scheduler closed
+        if not self._shared():
+            return {}
         try:
             sizes = await link.run(lambda _: store.sizes())
         except REDIS_ERRORS:
@@ -43,14 +43,19 @@ class FrontierCounts:
     async def loads(self, domains: Iterable[str]) -> dict[str, tuple[int, int]]:
         """Requests in flight and queued of each domain (in a shared crawl, the whole crawl's)."""
         names = list(domains)
-        if self.redis is None or not self.redis.link.available:
+        if not self._shared():
             return self._loads(names, {})
-        return self._loads(names, await self.redis.link.run(lambda _: self._shared_loads(names)))
+        return self._loads(names, await self.redis.link.run(lambda _: self._shared_loads(names)))  # type: ignore[union-attr]
 
     def loads_now(self, domains: Iterable[str]) -> dict[str, tuple[int, int]]:
-        """The same, at once (the spider is closing)."""
+        """The same, at once, from this thread (the spider is closing: the link may be closed)."""
         names = list(domains)
-        return self._loads(names, self._shared_loads(names) if self.redis is not None and self.redis.link.available else {})
+        return self._loads(names, self._shared_loads(names) if self._shared(closing=True) else {})
+
+    def _shared(self, closing: bool = False) -> bool:
+        """Whether the shared figures can be read: Redis there (the link says so in the log when
+        it is not) and, but at the close, the link not closed with the scheduler."""
+        return self.redis is not None and self.redis.link.available and (closing or not self.redis.link.closed)
 
     def _shared_loads(self, domains: list[str]) -> dict[str, tuple[int, int]]:
         assert self.redis is not None

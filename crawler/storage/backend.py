@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from crawler.storage.schema import MIGRATIONS, Dialect
+from crawler.storage.values import json_value
 
 
 class StorageUnavailable(Exception):
@@ -87,3 +88,17 @@ class StorageBackend(ABC):
     @abstractmethod
     async def vacuum(self, tables: Sequence[str]) -> None:
         """Give the space of deleted rows back and refresh the planner's statistics."""
+
+    async def dicts(self, sql: str, columns: Sequence[str], params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """``sql`` selects ``columns`` in that order: its rows as dicts of JSON values
+        (timestamps as ISO text, bodies left out)."""
+        return [{c: json_value(v) for c, v in zip(columns, row)} for row in await self.execute(sql, params)]
+
+    async def ping(self) -> None:
+        """Raise ``StorageUnavailable`` unless the database answers."""
+        await self.execute("SELECT 1")
+
+    async def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first column of the first row, or None."""
+        rows = await self.execute(sql, params)
+        return rows[0][0] if rows else None

@@ -1,7 +1,10 @@
-"""What the database keeps of domains between jobs: learned pacing and robots.txt files."""
+"""What the database keeps of domains: learned pacing and robots.txt files between jobs, and the
+crawl processes' snapshots of each domain's state (``domain_state``) as the dashboard lists them."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -25,3 +28,118 @@ async def valid_robots_files(backend: StorageBackend, now: datetime) -> list[tup
         "WHERE robots_status IS NOT NULL AND robots_expires_at > ?",
         (now,),
     )
+
+
+ROBOTS_COLUMNS = ("domain", "robots_txt", "robots_status", "robots_fetched_at", "robots_expires_at", "crawl_delay_seconds", "is_allowed")
+
+
+async def robots_file(backend: StorageBackend, domain: str) -> dict[str, Any] | None:
+    """The stored robots.txt of ``domain``, as a dict of ``ROBOTS_COLUMNS``, or None."""
+    rows = await backend.dicts(f"SELECT {', '.join(ROBOTS_COLUMNS)} FROM domains WHERE domain = ?", ROBOTS_COLUMNS, (domain,))
+    return rows[0] if rows else None
+
+
+DOMAIN_COLUMNS = (
+    "domain", "effective_delay", "robots_delay", "learned_delay", "learned_floor", "blocked_until", "circuit",
+    "in_flight", "queued", "pages", "errors", "responses_429", "updated_at",
+    "paused", "max_concurrency", "min_delay", "reset_requested_at",
+)  # fmt: skip
+# A page of the crawl processes' snapshots is chosen in domain_state alone (one scan, a top-N
+# sort) and only its rows are joined with the stored robots.txt delays and the controls; the
+# domains known only from the domains table (crawled before snapshots were kept) follow them.
+_STATE_PAGE = """
+SELECT ds.domain, ds.effective_delay, COALESCE(ds.robots_delay, d.crawl_delay_seconds),
+       COALESCE(ds.learned_delay, d.adaptive_delay_seconds), COALESCE(ds.learned_floor, d.adaptive_delay_floor_seconds),
+       ds.blocked_until, ds.circuit, ds.in_flight, ds.queued, ds.pages, ds.errors, ds.responses_429, ds.updated_at,
+       COALESCE(dc.paused, FALSE), dc.max_concurrency, dc.min_delay, dc.reset_requested_at
+FROM (SELECT * FROM domain_state ds {where} ORDER BY {order} LIMIT ? OFFSET ?) ds
+LEFT JOIN domains d ON d.domain = ds.domain
+LEFT JOIN domain_controls dc ON dc.domain = ds.domain
+ORDER BY {order}
+"""
+_STORED_ONLY = "FROM domains d WHERE NOT EXISTS (SELECT 1 FROM domain_state s WHERE s.domain = d.domain) {where}"
+_STORED_PAGE = f"""
+SELECT d.domain, NULL, d.crawl_delay_seconds, d.adaptive_delay_seconds, d.adaptive_delay_floor_seconds, NULL, NULL,
+       0, 0, COALESCE(d.page_count, 0), 0, 0, d.updated_at,
+       COALESCE(dc.paused, FALSE), dc.max_concurrency, dc.min_delay, dc.reset_requested_at
+{_STORED_ONLY.replace("FROM domains d", "FROM domains d LEFT JOIN domain_controls dc ON dc.domain = d.domain")}
+ORDER BY d.domain LIMIT ? OFFSET ?
+"""
+# Plain columns (NOT NULL in domain_state): a sort on an expression cost twice as much.
+DOMAIN_SORTS = {
+    "domain": "ds.domain",
+    "delay": "ds.effective_delay",
+    "learned_delay": "ds.learned_delay",
+    "queued": "ds.queued",
+    "in_flight": "ds.in_flight",
+    "pages": "ds.pages",
+    "errors": "ds.errors",
+    "responses_429": "ds.responses_429",
+}
+
+
+class StoredOnlyCount:
+    """How many domains are known only from the domains table, recounted at most every
+    ``seconds``: the anti-join costs more than the page itself, and these domains (crawled
+    before snapshots were kept) change rarely."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
+        self.seconds = seconds
+        self.clock = clock
+        self._value: tuple[float, int] | None = None
+
+    async def get(self, backend: StorageBackend) -> int:
+        now = self.clock()
+        if self._value is None or now - self._value[0] >= self.seconds:
+            self._value = (now, int(await backend.scalar(f"SELECT COUNT(*) {_STORED_ONLY.format(where='')}") or 0))
+        return self._value[1]
+
+
+async def domains_page(
+    backend: StorageBackend, sort: str, descending: bool, limit: int, offset: int, search: str | None,
+    stored_only: StoredOnlyCount,
+) -> tuple[int, list[dict[str, Any]]]:
+    """A page of domains sorted by ``sort`` (those with a snapshot), then those known only
+    from the domains table by name; and how many there are in all."""
+    params: list[Any] = [f"%{search}%"] if search else []
+    if search:
+        counts = await backend.execute(
+            f"SELECT (SELECT COUNT(*) FROM domain_state ds WHERE ds.domain LIKE ?), (SELECT COUNT(*) {_STORED_ONLY.format(where='AND d.domain LIKE ?')})",
+            params * 2,
+        )  # fmt: skip
+        in_state, stored = (int(n or 0) for n in counts[0])
+    else:
+        in_state, stored = int(await backend.scalar("SELECT COUNT(*) FROM domain_state") or 0), await stored_only.get(backend)
+    order = f"{DOMAIN_SORTS[sort]} {'DESC' if descending else 'ASC'}, ds.domain"
+    rows = []
+    if offset < in_state:
+        sql = _STATE_PAGE.format(where="WHERE ds.domain LIKE ?" if search else "", order=order)
+        rows = await backend.dicts(sql, DOMAIN_COLUMNS, (*params, limit, offset))
+    if len(rows) < limit and stored:
+        sql = _STORED_PAGE.format(where="AND d.domain LIKE ?" if search else "")
+        rows += await backend.dicts(sql, DOMAIN_COLUMNS, (*params, limit - len(rows), max(0, offset - in_state)))
+    return in_state + stored, rows
+
+
+async def domain_totals(backend: StorageBackend, now: datetime) -> dict[str, Any]:
+    """Domains with a snapshot; their queued and in-flight requests; how many are blocked at
+    ``now`` and how many circuits are open."""
+    row = (
+        await backend.execute(
+            "SELECT COUNT(*), COALESCE(SUM(queued), 0), COALESCE(SUM(in_flight), 0), "
+            "COALESCE(SUM(CASE WHEN blocked_until > ? THEN 1 ELSE 0 END), 0), "
+            "COALESCE(SUM(CASE WHEN circuit = 'open' THEN 1 ELSE 0 END), 0) FROM domain_state",
+            (now,),
+        )
+    )[0]
+    return dict(zip(("domains", "queued", "in_flight", "blocked", "circuits_open"), (int(v) for v in row)))
+
+
+async def busiest_domains(backend: StorageBackend, limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` domains with the most pages, as ``domains_page`` lists them."""
+    return await backend.dicts(_STATE_PAGE.format(where="", order="ds.pages DESC, ds.domain"), DOMAIN_COLUMNS, (limit, 0))
+
+
+async def current_learned_delays(backend: StorageBackend) -> list[float]:
+    """The learned delay of every domain with a snapshot."""
+    return [float(v) for (v,) in await backend.execute("SELECT learned_delay FROM domain_state WHERE learned_delay IS NOT NULL")]

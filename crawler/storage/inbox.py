@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from crawler.storage.backend import StorageBackend
 
@@ -24,3 +25,56 @@ async def take_inbox(
     """Up to ``limit`` URLs for ``spider`` and ``crawl``, taken by ``worker``, oldest first."""
     rows = await backend.execute(_take_sql(backend.dialect), (now, worker, spider, crawl, limit))
     return [url for _, url in sorted(rows)]
+
+
+async def add_to_inbox(
+    backend: StorageBackend, url: str, spider: str | None, crawl: str | None, who: str, now: datetime
+) -> None:
+    await backend.execute(
+        "INSERT INTO frontier_inbox (url, spider, crawl_id, added_by, added_at) VALUES (?, ?, ?, ?, ?)",
+        (url, spider, crawl, who, now),
+    )
+
+
+async def inbox_summary(backend: StorageBackend) -> tuple[int, Any, int]:
+    """URLs waiting in the inbox, when the oldest was added, and rows of URLs a job left unfetched."""
+    pending, oldest, skipped = (
+        await backend.execute(  # one round trip
+            "SELECT COUNT(*), MIN(added_at), (SELECT COUNT(*) FROM pages WHERE status = 'skipped') "
+            "FROM frontier_inbox WHERE taken_at IS NULL"
+        )
+    )[0]
+    return int(pending), oldest, int(skipped or 0)
+
+
+async def waiting_urls(backend: StorageBackend, limit: int, offset: int) -> list[dict[str, Any]]:
+    """URLs waiting without Redis: seeded and not yet taken, then those a job left unfetched,
+    oldest first, as dicts of url, state and since."""
+    return await backend.dicts(
+        "SELECT url, 'inbox', added_at FROM frontier_inbox WHERE taken_at IS NULL "
+        "UNION ALL SELECT url, status, crawled_at FROM pages WHERE status = 'skipped' "
+        "ORDER BY 3, 1 LIMIT ? OFFSET ?",
+        ("url", "state", "since"),
+        (limit, offset),
+    )
+
+
+async def recover_inbox(backend: StorageBackend, stale_before: datetime) -> int:
+    """Give back to the inbox the URLs taken by processes whose last heartbeat is older than
+    ``stale_before`` (dead) and that have no row yet; how many."""
+    rows = await backend.execute(
+        "SELECT id FROM frontier_inbox i WHERE taken_at IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM workers w WHERE w.worker_id = i.taken_by AND w.heartbeat_at >= ? AND w.state IN ('running', 'paused')) "
+        "AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.url = i.url)",
+        (stale_before,),
+    )
+    for (row_id,) in rows:
+        await backend.execute("UPDATE frontier_inbox SET taken_at = NULL, taken_by = NULL WHERE id = ?", (row_id,))
+    return len(rows)
+
+
+async def clear_inbox(backend: StorageBackend) -> int:
+    """Drop the URLs waiting in the inbox; how many."""
+    dropped = await backend.scalar("SELECT COUNT(*) FROM frontier_inbox WHERE taken_at IS NULL")
+    await backend.execute("DELETE FROM frontier_inbox WHERE taken_at IS NULL")
+    return int(dropped or 0)

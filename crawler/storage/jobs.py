@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from crawler.storage.backend import StorageBackend
@@ -46,3 +47,26 @@ async def finish_job(
 async def cancel_requested(backend: StorageBackend, job_id: str) -> bool:
     rows = await backend.execute("SELECT cancel_requested_at FROM crawl_jobs WHERE id = ?", (job_id,))
     return any(at is not None for (at,) in rows)
+
+
+JOB_COLUMNS = (
+    "id", "spider", "seeds", "started_at", "finished_at", "status", "finish_reason",
+    "pages_fetched", "pages_failed", "rows_written", "cancel_requested_at",
+)  # fmt: skip
+
+
+async def list_jobs(backend: StorageBackend, limit: int, status: str | None = None) -> list[dict[str, Any]]:
+    """Jobs newest first (of ``status``), as dicts of ``JOB_COLUMNS``."""
+    where, values = ("WHERE status = ?", [status]) if status else ("", [])
+    sql = f"SELECT {', '.join(JOB_COLUMNS)} FROM crawl_jobs {where} ORDER BY started_at DESC LIMIT ?"
+    return await backend.dicts(sql, JOB_COLUMNS, (*values, limit))
+
+
+async def job_status(backend: StorageBackend, job_id: str) -> tuple[str, Any] | None:
+    """The job's status and when a cancel was asked (None: not yet), or None for no such job."""
+    rows = await backend.execute("SELECT status, cancel_requested_at FROM crawl_jobs WHERE id = ?", (job_id,))
+    return (rows[0][0], rows[0][1]) if rows else None
+
+
+async def request_cancel(backend: StorageBackend, job_id: str, now: datetime) -> None:
+    await backend.execute("UPDATE crawl_jobs SET cancel_requested_at = ? WHERE id = ?", (now, job_id))

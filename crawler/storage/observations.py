@@ -1,12 +1,17 @@
-"""What the crawl recorded of itself, read back: the request log and robots.txt decisions of a
-domain over a window (``scrapy audit``)."""
+"""What the crawl recorded of itself, read back: the crawl processes (``workers``) and their
+stats samples, and the request log and robots.txt decisions of a domain over a window."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
 from crawler.storage.backend import StorageBackend
+from crawler.storage.values import unix_time
+
+WORKER_COLUMNS = ("worker_id", "job_id", "crawl_id", "spider", "hostname", "pid", "started_at", "heartbeat_at", "state", "stats")
+DENIAL_COLUMNS = ("url", "allowed", "matched_rule", "reason", "decided_at")
 
 REQUEST_LOG_AUDIT_COLUMNS = ("url", "started_at", "ended_at", "http_status", "outcome", "delay_in_force")
 DECISION_AUDIT_COLUMNS = ("url", "allowed", "matched_rule")
@@ -39,3 +44,39 @@ def _window(domain: str, since: datetime | None, job: str | None, time_column: s
         where.append("job_id = ?")
         params.append(job)
     return " AND ".join(where), tuple(params)
+
+
+def stats_of(text: Any) -> dict[str, Any]:
+    """A ``stats`` JSON column; unreadable text counts as no stats rather than failing a page."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+async def workers(backend: StorageBackend) -> list[dict[str, Any]]:
+    """Every crawl process recorded, latest heartbeat first, its ``stats`` read as a dict."""
+    rows = await backend.dicts(f"SELECT {', '.join(WORKER_COLUMNS)} FROM workers ORDER BY heartbeat_at DESC", WORKER_COLUMNS)
+    for row in rows:
+        row["stats"] = stats_of(row["stats"])
+    return rows
+
+
+async def stats_samples(backend: StorageBackend, since: datetime) -> list[tuple[str, float, dict[str, Any]]]:
+    """(worker, Unix time, stats) of every sample since ``since``, oldest first."""
+    rows = await backend.execute(
+        "SELECT worker_id, sampled_at, stats FROM stats_samples WHERE sampled_at >= ? ORDER BY sampled_at", (since,)
+    )
+    return [(worker, unix_time(at) or 0.0, stats_of(stats)) for worker, at, stats in rows]
+
+
+async def recent_denials(backend: StorageBackend, domain: str, limit: int) -> list[dict[str, Any]]:
+    """The latest robots.txt refusals of ``domain``, as dicts of ``DENIAL_COLUMNS``."""
+    sql = (
+        f"SELECT {', '.join(DENIAL_COLUMNS)} FROM robots_decisions WHERE domain = ? AND NOT allowed "
+        "ORDER BY decided_at DESC LIMIT ?"
+    )
+    return await backend.dicts(sql, DENIAL_COLUMNS, (domain, limit))

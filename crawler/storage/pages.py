@@ -1,9 +1,10 @@
-"""What the database holds of pages, read in batches: the state of pages a crawl is about to
-schedule again, and keyset pages of rows for exports."""
+"""What the database holds of pages: the state of pages a crawl is about to schedule again (read
+in batches), keyset pages of rows for exports and the API, and purges."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from crawler.identity import url_hash
@@ -78,3 +79,46 @@ def _chunks(items: list[str]) -> Iterable[list[str]]:
 
 def _marks(items: list[str]) -> str:
     return ", ".join("?" * len(items))
+
+
+LISTED_COLUMNS = (
+    "id", "url", "domain", "status", "http_status", "content_type", "content_length", "title", "error",
+    "crawled_at", "crawl_duration_ms", "depth", "discovered_via", "job_id",
+)  # fmt: skip
+"""What ``newest_pages`` lists of each page."""
+
+
+def page_filters(
+    *, domain: str | None = None, status: str | None = None, since: datetime | None = None, until: datetime | None = None
+) -> tuple[list[str], list[Any]]:
+    """Conditions on ``pages`` (ANDed) and their parameters."""
+    conditions, params = [], []
+    for condition, value in (("domain = ?", domain), ("status = ?", status), ("crawled_at >= ?", since), ("crawled_at < ?", until)):
+        if value is not None:
+            conditions.append(condition)
+            params.append(value)
+    return conditions, params
+
+
+async def newest_pages(
+    backend: StorageBackend, *, limit: int, after: tuple[datetime, int] | None, domain: str | None, status: str | None,
+    since: datetime | None, until: datetime | None,
+) -> list[dict[str, Any]]:
+    """Newest first, by (crawled_at, id): a keyset page, which an index answers at any depth."""
+    conditions, params = page_filters(domain=domain, status=status, since=since, until=until)
+    if after is not None:
+        moment, row_id = after
+        conditions.append("(crawled_at < ? OR (crawled_at = ? AND id < ?))")
+        params += [moment, moment, row_id]
+    where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+    sql = f"SELECT {', '.join(LISTED_COLUMNS)} FROM pages {where} ORDER BY crawled_at DESC, id DESC LIMIT ?"
+    return await backend.dicts(sql, LISTED_COLUMNS, (*params, limit))
+
+
+async def purge_pages(backend: StorageBackend, domain: str | None = None, before: datetime | None = None) -> int:
+    """Delete the pages of ``domain`` crawled before ``before`` (every page without either); how many."""
+    conditions, values = page_filters(domain=domain, until=before)
+    where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+    count = int(await backend.scalar(f"SELECT COUNT(*) FROM pages {where}", values) or 0)
+    await backend.execute(f"DELETE FROM pages {where}", values)
+    return count

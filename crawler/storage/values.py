@@ -28,3 +28,8 @@ def json_value(value: Any) -> Any:
     if isinstance(value, bytes | memoryview):
         return None
     return value
+
+
+def utc_now() -> datetime:
+    """Now, as timestamps are stored."""
+    return datetime.now(UTC)

@@ -7,7 +7,7 @@ import asyncio
 from aiohttp import web
 
 from crawler.api.routing import Route
-from crawler.api.services import services
+from crawler.api.context import context
 
 CHECK_TIMEOUT = 5.0
 
@@ -21,7 +21,7 @@ async def _check(probe) -> str:
 
 
 async def health(request: web.Request) -> web.Response:
-    found = services(request)
+    found = context(request)
     database = await _check(found.db.ping())
     redis = "not configured" if found.redis is None else await _check(found.redis.ping())
     healthy = database == "ok" and redis in ("ok", "not configured")

@@ -6,21 +6,22 @@ from datetime import timedelta
 
 from aiohttp import web
 
-from crawler.api import params, queries
-from crawler.api.database import utc_now
-from crawler.storage.values import unix_time
+from crawler.api import params
+from crawler.api.context import context
 from crawler.api.routing import DOMAIN, Param, Route
-from crawler.api.services import services
 from crawler.control.site_audit import summarize
+from crawler.storage.domains import DOMAIN_SORTS, domains_page, robots_file
+from crawler.storage.observations import logged_requests, recent_denials, robots_decisions
+from crawler.storage.values import unix_time, utc_now
 
 
 async def domains(request: web.Request) -> web.Response:
-    sort = params.choice(request, "sort", "domain", list(queries.DOMAIN_SORTS))
+    sort = params.choice(request, "sort", "domain", list(DOMAIN_SORTS))
     order = params.choice(request, "order", "asc" if sort == "domain" else "desc", ("asc", "desc"))
     limit = params.integer(request, "limit", 100, 1, 1000)
     offset = params.integer(request, "offset", 0, 0, 10_000_000)
-    found = services(request)
-    total, rows = await queries.domains(found.db, sort, order == "desc", limit, offset, params.text(request, "q", 255), found.stored_only)
+    found = context(request)
+    total, rows = await domains_page(found.db, sort, order == "desc", limit, offset, params.text(request, "q", 255), found.stored_only)
     now = utc_now().timestamp()
     for row in rows:
         until = unix_time(row["blocked_until"])
@@ -31,16 +32,12 @@ async def domains(request: web.Request) -> web.Response:
 
 async def robots(request: web.Request) -> web.Response:
     domain = request.match_info["domain"]
-    db = services(request).db
-    rows = await db.rows(f"SELECT {', '.join(queries.ROBOTS_COLUMNS)} FROM domains WHERE domain = ?", queries.ROBOTS_COLUMNS, (domain,))
-    if not rows:
+    db = context(request).db
+    stored = await robots_file(db, domain)
+    if stored is None:
         raise params.not_found(f"no robots.txt stored for {domain}")
-    decisions = await db.rows(
-        f"SELECT {', '.join(queries.DECISION_COLUMNS)} FROM robots_decisions WHERE domain = ? AND NOT allowed "
-        "ORDER BY decided_at DESC LIMIT 20",
-        queries.DECISION_COLUMNS, (domain,),
-    )  # fmt: skip
-    return web.json_response({**rows[0], "is_allowed": bool(rows[0]["is_allowed"]), "recent_denials": decisions})
+    decisions = await recent_denials(db, domain, 20)
+    return web.json_response({**stored, "is_allowed": bool(stored["is_allowed"]), "recent_denials": decisions})
 
 
 async def audit(request: web.Request) -> web.Response:
@@ -50,15 +47,8 @@ async def audit(request: web.Request) -> web.Response:
     minutes = params.integer(request, "minutes", 60, 1, 7 * 24 * 60)
     tolerance = params.integer(request, "tolerance_ms", 10, 0, 10_000) / 1000
     since = utc_now() - timedelta(minutes=minutes)
-    db = services(request).db
-    rows = await db.rows(
-        f"SELECT {', '.join(queries.REQUEST_LOG_COLUMNS)} FROM request_log WHERE domain = ? AND started_at >= ? ORDER BY started_at",
-        queries.REQUEST_LOG_COLUMNS, (domain, since),
-    )  # fmt: skip
-    decisions = await db.rows(
-        "SELECT url, allowed, matched_rule FROM robots_decisions WHERE domain = ? AND decided_at >= ?",
-        ("url", "allowed", "matched_rule"), (domain, since),
-    )  # fmt: skip
+    db = context(request).db
+    rows, decisions = await logged_requests(db, domain, since), await robots_decisions(db, domain, since)
     return web.json_response({"domain": domain, "minutes": minutes, "summary": summarize(rows, tolerance, decisions)})
 
 
@@ -66,7 +56,7 @@ ROUTES = (
     Route(
         "GET", "/api/domains", domains, "user", "Per domain: delays, block, circuit, in flight, queued, pages, errors, 429s (domains with "
         "a crawl snapshot in the order asked, then those known only from stored robots.txt, by name)",
-        (Param("sort", {"type": "string", "enum": list(queries.DOMAIN_SORTS), "default": "domain"}),
+        (Param("sort", {"type": "string", "enum": list(DOMAIN_SORTS), "default": "domain"}),
          Param("order", {"type": "string", "enum": ["asc", "desc"]}),
          Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}),
          Param("offset", {"type": "integer", "minimum": 0, "maximum": 10_000_000, "default": 0}),

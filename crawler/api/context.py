@@ -12,20 +12,22 @@ from aiohttp import web
 from scrapy.settings import BaseSettings
 
 from crawler.api.auth import DatabaseSessions, Identity, RedisSessions, SessionStore
-from crawler.api.config import ServeConfig
-from crawler.api.database import Database, utc_now
 from crawler.api.frontier_view import FrontierView
-from crawler.api.queries import StoredOnlyCount
 from crawler.api.ratelimit import TieredLimits
+from crawler.api.serve_config import ServeConfig
+from crawler.identity import UrlNormalizer
+from crawler.storage import StorageBackend, open_backend
+from crawler.storage.controls import record_action
+from crawler.storage.domains import StoredOnlyCount
+from crawler.storage.values import utc_now
 
 STORED_ONLY_RECOUNT_SECONDS = 30.0
-from crawler.identity import UrlNormalizer
 
 
 @dataclass(slots=True)
-class Services:
+class ApiContext:
     config: ServeConfig
-    db: Database
+    db: StorageBackend
     redis: redis.asyncio.Redis | None
     frontier: FrontierView | None
     sessions: SessionStore
@@ -34,8 +36,9 @@ class Services:
     stored_only: StoredOnlyCount
 
     @classmethod
-    async def open(cls, config: ServeConfig, settings: BaseSettings) -> Services:
-        db = await Database.open(config.database_url)
+    async def open(cls, config: ServeConfig, settings: BaseSettings) -> ApiContext:
+        db = open_backend(config.database_url)
+        await db.open()
         client = frontier = None
         if config.redis_url:
             timeout = settings.getfloat("CRAWLER_REDIS_TIMEOUT")
@@ -59,19 +62,16 @@ class Services:
 
     async def record(self, identity: Identity, action: str, target: str | None = None, detail: Any = None) -> None:
         """An admin action in ``admin_actions``: who, what, on what, when."""
-        await self.db.raw(
-            "INSERT INTO admin_actions (username, action, target, detail, acted_at) VALUES (?, ?, ?, ?, ?)",
-            (identity.username, action, target, None if detail is None else json.dumps(detail), utc_now()),
-        )
+        await record_action(self.db, identity.username, action, target, None if detail is None else json.dumps(detail), utc_now())
 
 
-SERVICES = web.AppKey("services", Services)
+CONTEXT = web.AppKey("context", ApiContext)
 IDENTITY = "identity"
 """The caller's Identity, on each request."""
 
 
-def services(request: web.Request) -> Services:
-    return request.app[SERVICES]
+def context(request: web.Request) -> ApiContext:
+    return request.app[CONTEXT]
 
 
 def identity(request: web.Request) -> Identity:

@@ -10,18 +10,19 @@ from typing import Any
 from aiohttp import web
 
 from crawler.api import params
-from crawler.api.database import utc_now
+from crawler.api.context import ApiContext, context, identity
 from crawler.api.overview import domains_and_frontier
 from crawler.api.routing import URLS_BODY, Param, Route
-from crawler.api.services import Services, identity, services
 from crawler.identity import InvalidURL
+from crawler.storage.inbox import add_to_inbox, clear_inbox, recover_inbox, waiting_urls
+from crawler.storage.values import utc_now
 
 LIMIT = Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100})
 CRAWL = Param("crawl", {"type": "string", "minLength": 1, "maxLength": 200}, "one shared crawl (Redis only); all of them without it")
 
 
 async def frontier_stats(request: web.Request) -> web.Response:
-    _, frontier = await domains_and_frontier(services(request), utc_now())
+    _, frontier = await domains_and_frontier(context(request), utc_now())
     return web.json_response(frontier)
 
 
@@ -29,25 +30,20 @@ async def frontier_urls(request: web.Request) -> web.Response:
     """With Redis, the URLs queued in the shared frontiers (paged by offset); without, the URLs
     seeded and not yet taken, then the rows of URLs a job left unfetched (paged by offset too:
     these lists are what an operator looks at, not what a program walks)."""
-    found = services(request)
+    found = context(request)
     limit = params.integer(request, "limit", 100, 1, 1000)
     offset = params.integer(request, "offset", 0, 0, 10_000_000)
     if found.frontier is not None:
         crawl = params.text(request, "crawl", 200)
         urls, more = await asyncio.to_thread(found.frontier.urls, offset, limit, crawl)
         return web.json_response({"source": "redis", "urls": urls, "next_offset": offset + limit if more else None})
-    rows = await found.db.rows(
-        "SELECT url, 'inbox', added_at FROM frontier_inbox WHERE taken_at IS NULL "
-        "UNION ALL SELECT url, status, crawled_at FROM pages WHERE status = 'skipped' "
-        "ORDER BY 3, 1 LIMIT ? OFFSET ?",
-        ("url", "state", "since"), (limit + 1, offset),
-    )  # fmt: skip
+    rows = await waiting_urls(found.db, limit + 1, offset)
     more = len(rows) > limit
     return web.json_response({"source": "database", "urls": rows[:limit], "next_offset": offset + limit if more else None})
 
 
 async def _inbox(request: web.Request, action: str) -> web.Response:
-    found = services(request)
+    found = context(request)
     who = identity(request)
     data = await params.body(request)
     urls = params.url_list(data)
@@ -58,15 +54,12 @@ async def _inbox(request: web.Request, action: str) -> web.Response:
         raise params.bad_request(f"no valid URL: {rejected[0]['url']!r}: {rejected[0]['error']}")
     now = utc_now()
     for url in accepted:
-        await found.db.raw(
-            "INSERT INTO frontier_inbox (url, spider, crawl_id, added_by, added_at) VALUES (?, ?, ?, ?, ?)",
-            (url, spider, crawl, who.username, now),
-        )
+        await add_to_inbox(found.db, url, spider, crawl, who.username, now)
     await found.record(who, action, None, {"urls": accepted, "rejected": len(rejected), "spider": spider, "crawl": crawl})
     return web.json_response({"accepted": accepted, "rejected": rejected}, status=202)
 
 
-def _validated(found: Services, urls: list[str]) -> tuple[list[str], list[dict[str, str]]]:
+def _validated(found: ApiContext, urls: list[str]) -> tuple[list[str], list[dict[str, str]]]:
     accepted, rejected = [], []
     for url in urls:
         try:
@@ -91,29 +84,19 @@ async def frontier_recover(request: web.Request) -> web.Response:
     """URLs a crawl process took from the inbox and died with (no heartbeat for the timeout,
     no row yet) go back to the inbox; with Redis, the expired leases are counted (the shared
     frontier hands them out again on its next pop)."""
-    found = services(request)
-    stale_before = utc_now() - timedelta(seconds=found.config.heartbeat_timeout)
-    rows = await found.db.raw(
-        "SELECT id FROM frontier_inbox i WHERE taken_at IS NOT NULL AND NOT EXISTS "
-        "(SELECT 1 FROM workers w WHERE w.worker_id = i.taken_by AND w.heartbeat_at >= ? AND w.state IN ('running', 'paused')) "
-        "AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.url = i.url)",
-        (stale_before,),
-    )  # fmt: skip
-    for (row_id,) in rows:
-        await found.db.raw("UPDATE frontier_inbox SET taken_at = NULL, taken_by = NULL WHERE id = ?", (row_id,))
+    found = context(request)
+    returned = await recover_inbox(found.db, utc_now() - timedelta(seconds=found.config.heartbeat_timeout))
     expired = await asyncio.to_thread(found.frontier.expired_leases, time.time()) if found.frontier else 0
-    result = {"inbox_returned": len(rows), "expired_leases": expired}
+    result = {"inbox_returned": returned, "expired_leases": expired}
     await found.record(identity(request), "frontier.recover", None, result)
     return web.json_response(result)
 
 
 async def frontier_clear(request: web.Request) -> web.Response:
     """URLs waiting in the inbox are dropped; with ``crawl``, that shared crawl's keys too."""
-    found = services(request)
+    found = context(request)
     crawl = params.text(request, "crawl", 200)
-    dropped = await found.db.scalar("SELECT COUNT(*) FROM frontier_inbox WHERE taken_at IS NULL")
-    await found.db.raw("DELETE FROM frontier_inbox WHERE taken_at IS NULL")
-    result: dict[str, Any] = {"inbox_dropped": int(dropped or 0), "redis_keys_deleted": 0}
+    result: dict[str, Any] = {"inbox_dropped": await clear_inbox(found.db), "redis_keys_deleted": 0}
     if crawl is not None:
         if found.frontier is None:
             raise params.bad_request("crawl names a shared crawl, and REDIS_URL is not set")

@@ -7,17 +7,17 @@ import asyncio
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from crawler.api import queries
 from crawler.api.metrics import CrawlCollector, exposition
 from crawler.api.overview import gather
 from crawler.api.routing import Route
-from crawler.api.services import services
+from crawler.api.context import context
+from crawler.storage.domains import busiest_domains, current_learned_delays
 
 
 async def metrics(request: web.Request) -> web.Response:
-    found = services(request)
+    found = context(request)
     view, busiest, delays = await asyncio.gather(
-        gather(found), queries.busiest_domains(found.db, found.config.metrics_top_domains), queries.learned_delays(found.db)
+        gather(found), busiest_domains(found.db, found.config.metrics_top_domains), current_learned_delays(found.db)
     )
     response = web.Response(body=exposition(CrawlCollector(view, busiest, delays)))
     response.headers["Content-Type"] = CONTENT_TYPE_LATEST

@@ -6,11 +6,11 @@ from datetime import timedelta
 
 from aiohttp import web
 
-from crawler.api import figures, params, queries
-from crawler.api.database import utc_now
-from crawler.api.overview import gather, point_json
+from crawler.api import figures, params
+from crawler.api.overview import gather, point_json, recent_samples
 from crawler.api.routing import Param, Route
-from crawler.api.services import services
+from crawler.api.context import context
+from crawler.storage.values import utc_now
 
 MAX_POINTS = 1000
 TOTALS = {
@@ -25,7 +25,7 @@ TOTALS = {
 
 
 async def stats(request: web.Request) -> web.Response:
-    view = await gather(services(request))
+    view = await gather(context(request))
     body = {
         "generated_at": view.now,
         "pages_per_second": round(view.pages_per_second, 3),
@@ -48,7 +48,7 @@ async def timeseries(request: web.Request) -> web.Response:
     if minutes * 60 // step > MAX_POINTS:
         raise params.bad_request(f"at most {MAX_POINTS} points: a larger step, or fewer minutes")
     moment = utc_now()
-    samples = await queries.samples(services(request).db, moment - timedelta(minutes=minutes, seconds=step))
+    samples = await recent_samples(context(request), moment - timedelta(minutes=minutes, seconds=step))
     points = figures.series(samples, moment.timestamp() - minutes * 60, moment.timestamp(), step)
     return web.json_response({"step": step, "points": [point_json(p) for p in points]})
 

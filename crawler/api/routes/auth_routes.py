@@ -7,7 +7,7 @@ from aiohttp import web
 from crawler.api import params
 from crawler.api.auth import ANONYMOUS, COOKIE, authenticate
 from crawler.api.routing import Route
-from crawler.api.services import identity, services
+from crawler.api.context import identity, context
 
 LOGIN_BODY = {
     "type": "object",
@@ -17,7 +17,7 @@ LOGIN_BODY = {
 
 
 async def login(request: web.Request) -> web.Response:
-    found = services(request)
+    found = context(request)
     data = await params.body(request)
     username, password = params.string_field(data, "username", 64), params.string_field(data, "password", 1024)
     who = await authenticate(found.db, username, password)
@@ -35,7 +35,7 @@ async def login(request: web.Request) -> web.Response:
 async def logout(request: web.Request) -> web.Response:
     token = request.cookies.get(COOKIE)
     if token:
-        await services(request).sessions.delete(token)
+        await context(request).sessions.delete(token)
     response = web.json_response({"logged_out": True})
     response.del_cookie(COOKIE, path="/")
     return response

@@ -8,9 +8,10 @@ from datetime import datetime
 
 from aiohttp import web
 
-from crawler.api import params, queries
+from crawler.api import params
 from crawler.api.routing import Param, Route
-from crawler.api.services import services
+from crawler.api.context import context
+from crawler.storage.pages import newest_pages
 
 STATUSES = ("fetched", "noindex", "sitemap", "redirect", "blocked_by_robots", "filtered", "skipped", "error")
 
@@ -31,8 +32,8 @@ async def pages(request: web.Request) -> web.Response:
     status = request.query.get("status")
     if status is not None:
         params.choice(request, "status", status, STATUSES)
-    rows = await queries.pages(
-        services(request).db,
+    rows = await newest_pages(
+        context(request).db,
         limit=limit + 1,
         after=_cursor(request),
         domain=params.text(request, "domain", 255),

@@ -4,35 +4,31 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from crawler.api import params, queries
-from crawler.api.database import utc_now
+from crawler.api import params
+from crawler.api.context import context, identity
 from crawler.api.routing import Param, Route
-from crawler.api.services import identity, services
+from crawler.storage.jobs import job_status, list_jobs, request_cancel
+from crawler.storage.values import utc_now
 
 JOB = Param("job_id", {"type": "string", "minLength": 1, "maxLength": 64}, where="path", required=True)
 
 
 async def jobs(request: web.Request) -> web.Response:
     limit = params.integer(request, "limit", 50, 1, 1000)
-    status = params.text(request, "status", 16)
-    where, values = ("WHERE status = ?", [status]) if status else ("", [])
-    rows = await services(request).db.rows(
-        f"SELECT {', '.join(queries.JOB_COLUMNS)} FROM crawl_jobs {where} ORDER BY started_at DESC LIMIT ?",
-        queries.JOB_COLUMNS, (*values, limit),
-    )  # fmt: skip
+    rows = await list_jobs(context(request).db, limit, params.text(request, "status", 16))
     return web.json_response({"jobs": rows})
 
 
 async def cancel(request: web.Request) -> web.Response:
-    found, who, job = services(request), identity(request), request.match_info["job_id"]
-    rows = await found.db.raw("SELECT status, cancel_requested_at FROM crawl_jobs WHERE id = ?", (job,))
-    if not rows:
+    found, who, job = context(request), identity(request), request.match_info["job_id"]
+    found_job = await job_status(found.db, job)
+    if found_job is None:
         raise params.not_found(f"no job {job!r}")
-    status, requested = rows[0]
+    status, requested = found_job
     if status != "running":
         raise web.HTTPConflict(text=f'{{"error": "the job is {status}, not running"}}', content_type="application/json")
     if requested is None:
-        await found.db.raw("UPDATE crawl_jobs SET cancel_requested_at = ? WHERE id = ?", (utc_now(), job))
+        await request_cancel(found.db, job, utc_now())
         await found.record(who, "job.cancel", job)
     return web.json_response({"job_id": job, "cancel_requested": True}, status=202)
 

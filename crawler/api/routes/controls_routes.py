@@ -8,10 +8,12 @@ from typing import Any
 
 from aiohttp import web
 
-from crawler.api import params, queries
-from crawler.api.database import utc_now
+from crawler.api import params
+from crawler.api.context import ApiContext, context, identity
 from crawler.api.routing import DOMAIN, Param, Route
-from crawler.api.services import Services, identity, services
+from crawler.storage.controls import admin_actions, set_control
+from crawler.storage.pages import purge_pages as delete_pages
+from crawler.storage.values import utc_now
 
 LIMITS_BODY = {
     "type": "object",
@@ -22,23 +24,13 @@ LIMITS_BODY = {
 }
 
 
-async def _control(found: Services, domain: str, who: str, **values: Any) -> dict[str, Any]:
+async def _control(found: ApiContext, domain: str, who: str, **values: Any) -> dict[str, Any]:
     """Upsert the domain's control row with ``values``; the other columns keep theirs."""
     if not domain or len(domain) > 255:
         raise params.bad_request("domain must be 1 to 255 characters")
-    columns = list(values)
-    now = utc_now()
-    inserted = {"paused": False, **values}
-    names = [*inserted, "updated_by", "updated_at"]
-    updates = ", ".join(f"{c} = excluded.{c}" for c in [*columns, "updated_by", "updated_at"])
-    await found.db.raw(
-        f"INSERT INTO domain_controls (domain, {', '.join(names)}) VALUES (?, {', '.join('?' * len(names))}) "
-        f"ON CONFLICT (domain) DO UPDATE SET {updates}",
-        (domain, *inserted.values(), who, now),
-    )
-    rows = await found.db.rows(f"SELECT {', '.join(queries.CONTROL_COLUMNS)} FROM domain_controls WHERE domain = ?", queries.CONTROL_COLUMNS, (domain,))
-    rows[0]["paused"] = bool(rows[0]["paused"])
-    return rows[0]
+    row = await set_control(found.db, domain, who, utc_now(), **values)
+    row["paused"] = bool(row["paused"])
+    return row
 
 
 def _number(data: dict[str, Any], name: str, kind: type, low: float, high: float) -> Any:
@@ -51,7 +43,7 @@ def _number(data: dict[str, Any], name: str, kind: type, low: float, high: float
 
 
 async def put_limits(request: web.Request) -> web.Response:
-    found, who, domain = services(request), identity(request), request.match_info["domain"]
+    found, who, domain = context(request), identity(request), request.match_info["domain"]
     data = await params.body(request)
     limits = {"max_concurrency": _number(data, "max_concurrency", int, 1, 1000), "min_delay": _number(data, "min_delay", float, 0, 3600)}
     row = await _control(found, domain, who.username, **limits)
@@ -60,7 +52,7 @@ async def put_limits(request: web.Request) -> web.Response:
 
 
 async def delete_limits(request: web.Request) -> web.Response:
-    found, who, domain = services(request), identity(request), request.match_info["domain"]
+    found, who, domain = context(request), identity(request), request.match_info["domain"]
     row = await _control(found, domain, who.username, max_concurrency=None, min_delay=None)
     await found.record(who, "domain.limits_cleared", domain)
     return web.json_response(row)
@@ -75,7 +67,7 @@ async def resume(request: web.Request) -> web.Response:
 
 
 async def _pause(request: web.Request, paused: bool) -> web.Response:
-    found, who, domain = services(request), identity(request), request.match_info["domain"]
+    found, who, domain = context(request), identity(request), request.match_info["domain"]
     row = await _control(found, domain, who.username, paused=paused)
     await found.record(who, "domain.pause" if paused else "domain.resume", domain)
     return web.json_response(row)
@@ -83,7 +75,7 @@ async def _pause(request: web.Request, paused: bool) -> web.Response:
 
 async def reset(request: web.Request) -> web.Response:
     """The crawl processes clear the domain's learned delay, floor, block and circuit."""
-    found, who, domain = services(request), identity(request), request.match_info["domain"]
+    found, who, domain = context(request), identity(request), request.match_info["domain"]
     row = await _control(found, domain, who.username, reset_requested_at=utc_now())
     await found.record(who, "domain.reset", domain)
     return web.json_response(row)
@@ -91,16 +83,13 @@ async def reset(request: web.Request) -> web.Response:
 
 async def purge_pages(request: web.Request) -> web.Response:
     """Delete stored pages: of one domain, crawled before a time, or (``all=true``) every one."""
-    found, who = services(request), identity(request)
+    found, who = context(request), identity(request)
     domain = params.text(request, "domain", 255)
     before = params.timestamp(request, "before")
     everything = params.choice(request, "all", "false", ("true", "false")) == "true"
-    conditions, values = queries.page_filters(domain=domain, until=before)
-    if not conditions and not everything:
+    if domain is None and before is None and not everything:
         raise params.bad_request("say which pages: domain, before, or all=true")
-    where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
-    count = int(await found.db.scalar(f"SELECT COUNT(*) FROM pages {where}", values) or 0)
-    await found.db.raw(f"DELETE FROM pages {where}", values)
+    count = await delete_pages(found.db, domain, before)
     detail = {"domain": domain, "before": before.isoformat() if before else None, "deleted": count}
     await found.record(who, "pages.purge", domain, detail)
     return web.json_response({"deleted": count})
@@ -108,9 +97,7 @@ async def purge_pages(request: web.Request) -> web.Response:
 
 async def actions(request: web.Request) -> web.Response:
     limit = params.integer(request, "limit", 100, 1, 1000)
-    columns = ("id", "username", "action", "target", "detail", "acted_at")
-    rows = await services(request).db.rows(f"SELECT {', '.join(columns)} FROM admin_actions ORDER BY id DESC LIMIT ?", columns, (limit,))
-    return web.json_response({"actions": rows})
+    return web.json_response({"actions": await admin_actions(context(request).db, limit)})
 
 
 ROUTES = (
