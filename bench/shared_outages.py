@@ -1,6 +1,6 @@
 """A shared crawl through outages at full scale: Redis a black hole (connections open, no
 answer at all) for 30 s, and PostgreSQL stopped for 5 minutes with 120 s leases. The test
-suite runs both scaled down (``tests/test_shared_outages.py``).
+suite runs both scaled down (``tests/test_redis_outages.py``).
 
     .venv/bin/python -m bench.shared_outages [--silence 30] [--outage 300] [--lease 120]
 

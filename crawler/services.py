@@ -19,6 +19,7 @@ from scrapy.settings import BaseSettings
 from crawler.guard.addresses import AddressPolicy, parse_networks
 from crawler.guard.checker import AddressGuard
 from crawler.guard.resolver import installed_resolver
+from crawler.identity.crawls import crawl_id
 from crawler.politeness.config import policy_config
 from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.limiter_redis import RedisDomainLimiter
@@ -68,9 +69,12 @@ class CrawlServices:
 
     @property
     def crawl_id(self) -> str:
+        """The id the spider named, else the one ``CRAWLER_CRAWL_ID`` gives."""
         crawl = self._crawl_id or getattr(self.crawler.spider, "crawl_id", None)
+        if not crawl and self.settings.get("CRAWLER_CRAWL_ID"):
+            crawl = crawl_id("", (), self.settings.get("CRAWLER_CRAWL_ID"))
         if not crawl:
-            raise RuntimeError("a shared crawl needs its id: the spider names it (CrawlServices.name_crawl)")
+            raise RuntimeError("a shared crawl needs its id: the spider names it, or CRAWLER_CRAWL_ID")
         return crawl
 
     @cached_property

@@ -188,7 +188,7 @@ PAIRED_STACKS = {("sqlite", "in-process"), ("postgresql", "redis")}
 """A crawl test that takes both a database and a frontier runs twice, not four times: each
 backend once and each frontier once, paired as deployments pair them (one process writing a
 SQLite file; processes sharing Redis and PostgreSQL). Backends and frontiers do not depend on
-each other; each is tested on its own in test_storage and test_shared_frontier."""
+each other; each is tested on its own in test_storage and test_frontier_contract."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

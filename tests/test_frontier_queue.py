@@ -1,5 +1,6 @@
-"""The politeness-aware frontier queue on its own, with a fake clock: which domain it hands a
-request to, when, and how much it looks at to decide."""
+"""The frontier of a crawl in one process, with a fake clock, on what only it has: the order of
+ready domains, its indexes (how much a pop looks at), the engine's wake-up, robots.txt arrivals and
+the eviction of idle domains. The rules both frontiers share are ``test_frontier_contract``'s."""
 
 from __future__ import annotations
 
@@ -88,53 +89,6 @@ def test_a_domain_waits_for_its_request_to_leave_and_is_woken_when_it_does(clock
     assert queue.pop() is None
     assert queue._wakeup._call is not None  # the engine is asked again when the delay is over
     clock.now += 1.0
-    assert _urls(queue) == ["http://a.example/2"]
-
-
-def test_with_a_lead_the_next_request_is_handed_out_before_its_slot(clock: FakeClock) -> None:
-    queue, limiter = _queue(clock, handout_lead=0.25)
-    for n in (1, 2):
-        queue.push(Request(f"http://a.example/{n}"))
-    assert queue.pop() is not None
-    limiter.sent("a.example")
-    clock.now += 0.7
-    assert queue.pop() is None
-    clock.now += 0.05
-    request = queue.pop()
-    assert request is not None and request.url == "http://a.example/2"
-    assert limiter.departure_at("a.example") == pytest.approx(clock.now + 0.25)  # where the handler holds it
-
-
-def test_a_slot_given_back_makes_the_domain_ready_at_once(clock: FakeClock) -> None:
-    queue, limiter = _queue(clock)
-    queue.push(Request("http://a.example/1"))
-    queue.push(Request("http://a.example/2"))
-    first = queue.pop()
-    assert first is not None and queue.pop() is None
-    limiter.finish("a.example")
-    limiter.unreserve("a.example", first.meta[RESERVATION])  # dropped before it was sent
-    assert _urls(queue) == ["http://a.example/2"]
-
-
-def test_a_domain_at_its_concurrency_limit_is_ready_when_a_slot_finishes(clock: FakeClock) -> None:
-    queue, limiter = _queue(clock, default_delay=0.0, base_concurrency=1)
-    for n in range(3):
-        queue.push(Request(f"http://a.example/{n}"))
-    assert _urls(queue) == ["http://a.example/0"]
-    limiter.finish("a.example")
-    assert _urls(queue) == ["http://a.example/1"]
-
-
-def test_a_block_cleared_by_a_success_makes_the_domain_ready(clock: FakeClock) -> None:
-    queue, limiter = _queue(clock, default_delay=0.0)
-    for n in range(3):
-        queue.push(Request(f"http://a.example/{n}"))
-    assert _urls(queue) == ["http://a.example/0", "http://a.example/1"]  # two at once
-    limiter.finish("a.example")
-    limiter.blocked("a.example", retry_after=30)
-    assert _urls(queue) == []
-    limiter.finish("a.example")
-    limiter.success("a.example")
     assert _urls(queue) == ["http://a.example/2"]
 
 

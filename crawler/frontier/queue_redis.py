@@ -41,7 +41,6 @@ from crawler.frontier.wakeup import EngineWakeup
 from crawler.politeness.slots import DOMAIN, HOLDER, LEAVE_AT, RESERVATION, domain_key
 from crawler.redis.link import Op
 from crawler.redis.store import FrontierSizes, FrontierStore, PopBatch, Popped, parse_pop
-from crawler.scope.scope_redis import RedisScope
 from crawler.services import CrawlServices
 from crawler.signals import domain_blocked, rows_committed
 
@@ -172,10 +171,16 @@ class RedisFrontierQueue(Base):
 
     # --- popping ahead ---------------------------------------------------------------------------
     def _fill(self) -> None:
-        if self._popping or time.monotonic() < self._pop_after:
+        if self._popping:
+            return  # its answer wakes the engine
+        if (wait := self._pop_after - time.monotonic()) > 0:
+            # The engine may have been woken sooner than that (a wake-up due first is kept, and a
+            # domain that may be ready clears the wait): ask it again then, or it waits for its
+            # own heartbeat, 5 s.
+            self.wakeup.at(wait)
             return
         self._popping = True
-        if isinstance(self.services.scope, RedisScope):
+        if self.services.scope is not None:
             self.services.scope.refresh()  # seeds other processes added: the requests popped may link there
         count = self.prefetch - len(self.at_hand)
         frontier = self.frontier

@@ -1,21 +1,11 @@
-"""Seeds from spider arguments (``-a url=a,b`` and ``-a seeds_file=PATH``, one per line), and the
-id of the crawl they start.
-
-The crawl id is ``-a crawl=NAME`` (or ``CRAWLER_CRAWL_ID``); by default it is the spider's name
-and a digest of its seeds, so that the same command started N times joins one shared crawl, or
-is one run of a crawl at a time, and crawls of other seeds never meet.
-"""
+"""Seeds from spider arguments: ``-a url=a,b`` and ``-a seeds_file=PATH`` (one per line)."""
 
 from __future__ import annotations
 
-import hashlib
-import re
-from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
 
 _SCHEMES = ("http", "https")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class SeedError(ValueError):
@@ -47,10 +37,3 @@ def _with_scheme(seed: str) -> str:
         return seed
     parts = urlsplit(f"https://{seed}")
     return f"https://{parts.netloc}{parts.path or '/'}" + (f"?{parts.query}" if parts.query else "")
-
-
-def crawl_id(spider_name: str, seeds: Iterable[str], explicit: str | None = None) -> str:
-    if explicit:
-        return _UNSAFE.sub("_", explicit)
-    digest = hashlib.sha1("\n".join(sorted(seeds)).encode()).hexdigest()[:12]
-    return f"{spider_name}-{digest}"

@@ -1,4 +1,5 @@
-"""URL identity: the normal form, its hash and its SURT key, and the host the crawl keys it by."""
+"""URL identity: the normal form, its hash and its SURT key, and the host the crawl keys it by;
+and the id of a crawl (``crawls``)."""
 
 from crawler.identity.hosts import host_of, netloc_key, site_of
 from crawler.identity.normalize import (

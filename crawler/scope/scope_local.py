@@ -30,5 +30,8 @@ class Scope:
         """Whether ``url`` is on a seed's host (its site, in the ``site`` mode)."""
         return self._key(url) in self._allowed
 
+    def refresh(self) -> None:
+        """Bring the scope up to date with seeds other processes added (a shared crawl's)."""
+
     def _key(self, url: str) -> str:
         return site_of(url) if self.mode == "site" else host_of(url)

@@ -21,7 +21,8 @@ from twisted.python.failure import Failure
 
 from crawler.extraction import PageData
 from crawler.frontier.priority import request_priority
-from crawler.frontier.seeds import crawl_id, parse_seeds
+from crawler.frontier.seeds import parse_seeds
+from crawler.identity.crawls import crawl_id
 from crawler.http.content import extension_set, ignored_extension
 from crawler.identity import InvalidURL, UrlNormalizer
 from crawler.items import PageItem

@@ -1,15 +1,21 @@
-"""The shared frontier in a real Redis, with a fake clock: two ``FrontierStore`` objects on
-the same keys stand for two processes."""
+"""The frontier in Redis, with a fake clock, on what only it has: leases, dead letters, seen marks,
+and several processes (two ``FrontierStore`` objects on the same keys stand for two). The rules
+both frontiers share are ``test_frontier_contract``'s."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import redis
+from scrapy.utils.test import get_crawler
 
 from crawler.politeness.policy import Policy, PolicyConfig
 from crawler.politeness.limiter_redis import RedisDomainLimiter
+from crawler.frontier.queue_redis import RedisFrontierQueue
 from crawler.redis.store import FrontierConfig, FrontierStore
-from tests.helpers import FakeClock, crawl_keys
+from crawler.services import CrawlServices
+from tests.helpers import FakeClock, PageSpider, crawl_keys, project_settings
 
 
 @pytest.fixture
@@ -85,33 +91,6 @@ def test_a_lead_does_not_hand_out_ahead_of_a_block_or_a_full_concurrency(
     clock.now += 10.0
     waiting = frontier.pop(lead=0.25)
     assert waiting.kind == "none" and waiting.next_ready == pytest.approx(1_040.0)
-
-
-def test_highest_priority_first_then_first_in_first_out(frontier: FrontierStore, clock: FakeClock) -> None:
-    for url, priority in [("http://a/1", 100), ("http://a/2", 300), ("http://a/3", 100), ("http://a/4", 300)]:
-        _push(frontier, url, priority)
-    order = []
-    for _ in range(4):
-        order.append(_popped_url(frontier))
-        frontier.finish("a", order[-1])
-        clock.now += 1.0
-    assert order == ["http://a/2", "http://a/4", "http://a/1", "http://a/3"]
-
-
-def test_a_domain_is_handed_out_only_when_its_slot_comes(frontier: FrontierStore, clock: FakeClock) -> None:
-    for n in range(3):
-        _push(frontier, f"http://a/{n}")
-    _push(frontier, "http://b/0")
-    first = frontier.pop()
-    assert first.kind == "request"
-    frontier.sent("a")
-    assert _popped_url(frontier) == "http://b/0"  # another domain is not held up
-    waiting = frontier.pop()
-    assert waiting.kind == "none" and waiting.next_ready == pytest.approx(1_001.0)
-    clock.now += 0.999
-    assert frontier.pop().kind == "none"
-    clock.now += 0.001
-    assert _popped_url(frontier) == "http://a/1"
 
 
 def test_two_processes_never_share_a_slot(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
@@ -264,16 +243,6 @@ def test_a_paced_domain_waits_until_its_request_has_left(redis_client: redis.Red
     assert two.pop().kind == "request"
 
 
-def test_a_request_that_never_leaves_holds_its_domain_only_for_the_send_window(frontier: FrontierStore, clock: FakeClock) -> None:
-    _push(frontier, "http://a/0")
-    _push(frontier, "http://a/1")
-    frontier.pop()  # its worker stalls before sending it
-    clock.now += 9.99
-    assert frontier.pop().kind == "none"
-    clock.now += 0.01
-    assert _popped_url(frontier) == "http://a/1"
-
-
 def test_a_request_that_keeps_coming_back_becomes_a_dead_letter(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
     frontier = _frontier(redis_client, crawl_name, clock, max_deliveries=3)
     _push(frontier, "http://a/0")
@@ -316,3 +285,20 @@ def test_a_lease_renewed_while_its_page_is_stored_never_expires(frontier: Fronti
         assert frontier.renew(["http://a/0", "http://a/never-leased"]) == 1
         assert frontier.pop().kind == "none"
     assert frontier.sizes().reclaimed == 0
+
+
+def test_a_pop_before_the_frontier_may_have_work_asks_the_engine_again_then() -> None:
+    # The engine can be woken before then (a wake-up due sooner is the one kept): the pop it
+    # makes, too early to ask Redis, must leave a wake-up for when it is time, or the engine
+    # waits for its own heartbeat, 5 s.
+    crawler = get_crawler(PageSpider, project_settings(REDIS_URL="redis://127.0.0.1:6379/0", CRAWLER_CRAWL_ID="wake-up"))
+    spider = PageSpider.from_crawler(crawler)
+    queue = RedisFrontierQueue(CrawlServices.of(crawler).redis.client, spider, "crawler:{wake-up}")  # type: ignore[union-attr]
+    queue._pop_after = time.monotonic() + 1.0  # the frontier said: nothing before a second from now
+    assert queue.pop() is None
+    wake_up = queue.wakeup._call
+    assert wake_up is not None and wake_up.active()
+    from twisted.internet import reactor
+
+    assert 0.9 < wake_up.getTime() - reactor.seconds() <= 1.0
+    queue.wakeup.cancel()
