@@ -19,7 +19,7 @@ from scrapy.core.downloader.handlers.http11 import (
 )
 from scrapy.crawler import Crawler
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
-from scrapy.downloadermiddlewares.redirect import BaseRedirectMiddleware
+from scrapy.downloadermiddlewares.redirect import BaseRedirectMiddleware, MetaRefreshMiddleware
 from scrapy.http import Request
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils._compression import _DecompressionMaxSizeExceeded
@@ -51,10 +51,10 @@ def schedule_engine(crawler: Crawler) -> None:
 
 
 class PlainMemoryStatsCollector(MemoryStatsCollector):
-    """Scrapy's in-memory stats, read without the ``__getattribute__`` of Scrapy 2.19's
-    ``StatsCollector``, which runs on every attribute read of the collector only to wrap its
-    methods in a deprecation check of their ``spider`` argument (ignored here, as Scrapy
-    ignores it)."""
+    """Scrapy's in-memory stats (``STATS_CLASS``), read without the ``__getattribute__`` of
+    Scrapy's ``StatsCollector``, which runs on every attribute read of the collector only to wrap
+    its methods in a deprecation check of their ``spider`` argument (ignored here, as Scrapy
+    ignores it): a crawl reads its stats dozens of times a page."""
 
     __getattribute__ = object.__getattribute__
 
@@ -136,6 +136,12 @@ class DecodingCompressionMiddleware(HttpCompressionMiddleware):
 
     def decode(self, body: bytes, encoding: bytes, max_size: int) -> bytes:
         return HttpCompressionMiddleware._decode(body, encoding, max_size)
+
+
+def meta_refresh_ignore_tags(middleware: MetaRefreshMiddleware) -> list[str]:
+    """The tags inside which Scrapy's ``MetaRefreshMiddleware`` ignores a refresh
+    (``METAREFRESH_IGNORE_TAGS``, kept as ``_ignore_tags``)."""
+    return middleware._ignore_tags
 
 
 class CheckedRedirectBase(BaseRedirectMiddleware):

@@ -130,8 +130,7 @@ CRAWLER_DOMAIN_IDLE_SECONDS = 3600.0
 # --- CPU per page ----------------------------------------------------------------------------
 # Scrapy starts CONCURRENT_ITEMS (100) asyncio tasks for every callback's output; ours is one
 # row and a few requests, none of which waits (the storage pipeline only appends to a batch,
-# or holds the crawl back when the database is away, which it should), so one does: about 6%
-# of the CPU of a crawl went to starting and stopping the other 99.
+# or holds the crawl back when the database is away, which it should), so one does.
 CONCURRENT_ITEMS = 1
 
 # --- Link following ----------------------------------------------------------------------------

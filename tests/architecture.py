@@ -25,8 +25,11 @@ PRIVATE_PROJECTS = ("scrapy", "twisted", "protego")
 PRIVATE_ATTRIBUTES = frozenset({
     "_slot", "_pool", "_factory", "_parser", "_quiescentCallback", "_newConnection", "_clientProtocol",
     "_handshakeDone", "_appSendBuffer", "_tempDataLen", "_user_agents", "_rules", "_pattern", "_decode", "_redirect",
+    "_ignore_tags", "_crawler",
 })  # fmt: skip
-"""Private attributes of Scrapy, Twisted and Protego objects the crawler reads."""
+"""Private attributes of Scrapy, Twisted and Protego objects the crawler reads, inherited ones
+(``self._pool`` in a subclass of Scrapy's handler) included: the crawler's own classes do not
+use these names."""
 COMPAT = "crawler.compat"
 
 
@@ -163,8 +166,7 @@ def private_uses(root: Path) -> list[str]:
                     if text.split(".")[0] in PRIVATE_PROJECTS and any(part.startswith("_") for part in text.split(".")):
                         problems.append(f"{name}:{node.lineno}: imports {text}")
             elif isinstance(node, ast.Attribute) and node.attr in PRIVATE_ATTRIBUTES:
-                if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
-                    problems.append(f"{name}:{node.lineno}: reads .{node.attr}")
+                problems.append(f"{name}:{node.lineno}: reads .{node.attr}")
     return problems
 
 

@@ -16,7 +16,7 @@ from scrapy import Request, Spider
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.core.engine import ExecutionEngine
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
-from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
+from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.gz import gunzip
@@ -174,6 +174,11 @@ def test_every_redirect_passes_the_check_and_a_refusal_stops_it() -> None:
     with pytest.raises(ValueError, match="refused"):
         middleware.process_response(request, refused)
     assert checked == ["http://example.com/b", "http://example.com/refused"]
+
+
+def test_the_meta_refresh_middleware_keeps_the_tags_it_ignores() -> None:
+    middleware = MetaRefreshMiddleware.from_crawler(get_crawler(Spider, {"METAREFRESH_IGNORE_TAGS": ["noscript", "x"]}))
+    assert compat.meta_refresh_ignore_tags(middleware) == ["noscript", "x"]
 
 
 def test_protego_s_groups_and_the_rule_that_decides() -> None:

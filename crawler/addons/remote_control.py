@@ -1,10 +1,10 @@
 """Scrapy's remote-control extension loaded only when it is turned on.
 
-Scrapy 2.19 lists ``RemoteControl`` among its base extensions and reads
-``REMOTE_CONTROL_ENABLED`` only once the class is loaded, and loading it imports aiohttp's web
-server: about 80 ms of every start, 2 % of the CPU of a 500-page crawl. This project keeps it off
-(``REMOTE_CONTROL_ENABLED = False``), so it is taken out of the extensions unless turned on. An
-add-on because the switch is read once every source of settings has been (``-s`` included).
+Scrapy lists ``RemoteControl`` among its base extensions and reads ``REMOTE_CONTROL_ENABLED``
+only once the class is loaded, and loading it imports aiohttp's web server at every start. This
+project keeps it off (``REMOTE_CONTROL_ENABLED = False``), so it is taken out of the extensions
+unless turned on. An add-on because the switch is read once every source of settings has been
+(``-s`` included).
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ _HASHER = PasswordHasher()
 @cache
 def _dummy_hash() -> str:
     """Verified against when the user does not exist, so that the answer takes as long. Made on
-    first use: hashing costs a quarter of a second, which every ``scrapy`` command would pay at
-    import (Scrapy imports every project command)."""
+    first use: hashing is slow by design, and every ``scrapy`` command would pay it at import
+    (Scrapy imports every project command)."""
     return _HASHER.hash("not a password anyone has")
 
 

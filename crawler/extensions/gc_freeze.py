@@ -1,12 +1,11 @@
 """Keep Python's full garbage collections short, so they do not stall the reactor.
 
 A full (generation 2) collection walks every tracked object, and a crawl process holds some
-hundred thousand of them from the moment it starts (modules, functions, classes). Walking
-them took 40 to 190 ms every 12 s or so, and a pause between a request's slot and its write
-to the socket delivers it late, so the next request of its domain arrives early by as much
-and breaks the domain's spacing. Once the spider is open, the objects that exist are
-collected once and then frozen out of every later collection (``gc.freeze``); what
-the crawl allocates afterwards is collected as usual.
+hundred thousand of them from the moment it starts (modules, functions, classes); a pause
+between a request's slot and its write to the socket delivers it late, so the next request of
+its domain arrives early by as much and breaks the domain's spacing. Once the spider is open,
+the objects that exist are collected once and then frozen out of every later collection
+(``gc.freeze``); what the crawl allocates afterwards is collected as usual.
 
 ``CRAWLER_GC_FREEZE`` (default True) turns it on.
 """

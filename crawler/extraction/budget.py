@@ -1,14 +1,12 @@
 """Parsing and extraction of documents off the reactor, within a time and a depth budget.
 
-A 2.5 MB page takes a tenth of a second to parse and extract; on the reactor, that is a tenth
-of a second in which no request leaves, no response is read and no lease is renewed, and a page
-built to be slow (400,000 nested ``<div>``) stalled a crawl for minutes. Documents larger
-than ``INLINE_BYTES`` are handled in a small pool of worker threads: lexbor (selectolax) and
-libxml2 (lxml) release the GIL while they parse (a 4 s lexbor parse in a thread delayed the
-main thread by at most 11 ms), and the Python parts yield it every few milliseconds.
+While a large page is parsed on the reactor, no request leaves, no response is read and no
+lease is renewed, and a page built to be slow would stall the crawl. Documents larger than
+``INLINE_BYTES`` are handled in a small pool of worker threads: lexbor (selectolax) and libxml2
+(lxml) release the GIL while they parse, and the Python parts yield it every few milliseconds.
 
-lexbor's tree building is quadratic in the nesting depth (10,000 nested elements parse in
-0.8 s, 50,000 in 25 s), so a document nested deeper than ``CRAWLER_MAX_DOM_DEPTH`` is refused
+lexbor's tree building is quadratic in the nesting depth, so a document nested deeper than
+``CRAWLER_MAX_DOM_DEPTH`` is refused
 before it is parsed; its depth is counted from its tags (elements that need an end tag), and
 only when it has more start tags than that depth at all. A document not handled within
 ``CRAWLER_EXTRACT_TIMEOUT`` seconds is given up: its row says so and the crawl goes on (the
@@ -94,7 +92,7 @@ class DocumentWorkers:
     def __init__(self, threads: int, timeout: float, max_depth: int):
         self.timeout = timeout
         self.max_depth = max_depth
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="documents")
+        self._threads = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="documents")
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Self:
@@ -118,7 +116,7 @@ class DocumentWorkers:
             loop.call_soon_threadsafe(_set, started)
             return work()
 
-        finished = loop.run_in_executor(self._pool, timed)
+        finished = loop.run_in_executor(self._threads, timed)
         await asyncio.wait([started, finished], return_when=asyncio.FIRST_COMPLETED)
         try:
             return await asyncio.wait_for(finished, self.timeout or None)
@@ -135,4 +133,4 @@ class DocumentWorkers:
             raise BudgetExceeded(f"elements nested {depth} deep, more than {self.max_depth}")
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._threads.shutdown(wait=False, cancel_futures=True)

@@ -45,8 +45,8 @@ def is_plain(value: Any, depth: int = 0) -> bool:
 
 class _MethodsNamed:
     """The spider's methods among ``methods``, as attributes under the names the spider has them
-    by: what ``Request.to_dict`` looks callbacks up in. Given the spider itself, it walks every
-    member of it with ``inspect.getmembers``, about a millisecond a request."""
+    by: what ``Request.to_dict`` looks callbacks up in. Given the spider itself, it would walk
+    every member of it with ``inspect.getmembers`` for every request."""
 
     def __init__(self, spider: Spider | None, *methods: Any):
         for method in methods:

@@ -200,7 +200,7 @@ class RedisFrontierQueue(Base):
                 self._robots(popped.domain, popped.request, popped.reservation)
             elif popped.kind == "dead":
                 self._dead_letter(popped)
-            elif (request := self._decode(popped.domain, popped.request, popped.reservation)) is not None:
+            elif (request := self._decoded(popped.domain, popped.request, popped.reservation)) is not None:
                 # Counted from this process's clock now, after the frontier's ``now``: never early.
                 leave_at = now + popped.leave_in
                 request.meta.update(
@@ -340,7 +340,7 @@ class RedisFrontierQueue(Base):
                 self.stats.inc_value("frontier/robots_fetches")
             self.robots.claimed(domain, scheme, reservation)
 
-    def _decode(self, domain: str, encoded: str, reservation: str) -> Request | None:
+    def _decoded(self, domain: str, encoded: str, reservation: str) -> Request | None:
         try:
             return self.codec.decode(encoded)[1]
         except (ValueError, UnserializableRequest) as exc:

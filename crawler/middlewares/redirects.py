@@ -1,7 +1,7 @@
 """Redirects (HTTP 3xx and meta refresh) that pass the checks a link passes, at every hop.
 
-Scrapy's ``RedirectMiddleware`` and ``MetaRefreshMiddleware``, replaced at their places (600
-and 580), with what they do not check: the target must be in the crawl's scope (robots.txt
+Scrapy's ``RedirectMiddleware`` and ``MetaRefreshMiddleware``, replaced at their places, with
+what they do not check: the target must be in the crawl's scope (robots.txt
 fetches excepted: RFC 9309 follows them anywhere) and its address allowed by the address guard.
 A refused redirect is a ``blocked_by_policy`` row of the URL that redirected, whose body is
 never fetched. A loop or a chain longer than ``REDIRECT_MAX_TIMES`` is an error row that shows
@@ -16,7 +16,7 @@ from scrapy.http import HtmlResponse, Response
 from w3lib.encoding import html_to_unicode
 from w3lib.html import get_meta_refresh
 
-from crawler.compat import CheckedRedirectBase
+from crawler.compat import CheckedRedirectBase, meta_refresh_ignore_tags
 from crawler.exceptions import RedirectFailed, RedirectRefused
 from crawler.guard.blocked import refuse
 from crawler.services import CrawlServices
@@ -58,12 +58,12 @@ class CheckedRedirectMiddleware(CheckedRedirects, RedirectMiddleware):
 class CheckedMetaRefreshMiddleware(CheckedRedirects, MetaRefreshMiddleware):
     def process_response(self, request: Request, response: Response) -> Request | Response:
         # Scrapy looks for the refresh in the first 4096 characters of ``response.text``, which
-        # decodes the whole body first (2.5 MB for a large page); the same look at those
-        # characters alone says whether there is one, and most pages have none. (A page that
-        # declares no encoding is still decoded whole, by Scrapy, to guess it.)
+        # decodes the whole body first; the same look at those characters alone says whether
+        # there is one, and most pages have none. (A page that declares no encoding is still
+        # decoded whole, by Scrapy, to guess it.)
         if isinstance(response, HtmlResponse):
             head = _head(response)
-            if head is not None and get_meta_refresh(head, response.url, response.encoding, self._ignore_tags)[1] is None:
+            if head is not None and get_meta_refresh(head, response.url, response.encoding, meta_refresh_ignore_tags(self))[1] is None:
                 return response
         return super().process_response(request, response)
 

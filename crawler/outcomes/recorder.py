@@ -195,8 +195,8 @@ class OutcomeRecorder:
 
 def _utf8_document(response: TextResponse) -> bytes:
     """The document in UTF-8, as lexbor reads it: the body itself when it is UTF-8 already (most
-    pages; decoding it for lexbor to encode it again cost more than a third of the parse),
-    without its byte order mark; otherwise the text Scrapy decodes, encoded."""
+    pages: decoding it for lexbor to encode it again costs more than the parse needs), without
+    its byte order mark; otherwise the text Scrapy decodes, encoded."""
     body = response.body
     bom_encoding, bom = read_bom(body)
     if bom_encoding == "utf-8" or (bom_encoding is None and codecs.lookup(response.encoding).name == "utf-8"):

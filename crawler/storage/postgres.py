@@ -29,7 +29,7 @@ class PostgresBackend(StorageBackend):
         info.pop("password", None)
         self.target = f"postgresql://{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
         self._connect_timeout = connect_timeout
-        self._pool: AsyncConnectionPool | None = None
+        self._connections: AsyncConnectionPool | None = None
 
     async def _connect(self) -> None:
         # One connection of its own first: the pool retries any failure for ever, while a
@@ -44,7 +44,7 @@ class PostgresBackend(StorageBackend):
         await connection.close()
         # Autocommit: a statement run on its own is one round trip rather than three (BEGIN,
         # the statement, COMMIT); batches and migrations open their transactions themselves.
-        self._pool = AsyncConnectionPool(
+        self._connections = AsyncConnectionPool(
             self.database_url,
             min_size=1,
             max_size=2,
@@ -54,7 +54,7 @@ class PostgresBackend(StorageBackend):
         )
         # No check on checkout: it costs a round trip per batch. A connection broken by a
         # server restart fails its write, is discarded by the pool, and the write is retried.
-        await self._pool.open(wait=False)
+        await self._connections.open(wait=False)
 
     async def _migrate(self, latest: int) -> None:
         async with self._connection() as connection, connection.transaction():
@@ -69,14 +69,14 @@ class PostgresBackend(StorageBackend):
                 await connection.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
 
     def _connection(self):
-        if self._pool is None:
+        if self._connections is None:
             raise StorageUnavailable("PostgreSQL backend is not open")
-        return _Guarded(self._pool, self.target)
+        return _Guarded(self._connections, self.target)
 
     async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+        if self._connections is not None:
+            await self._connections.close()
+            self._connections = None
 
     async def write(self, batch: Batch) -> None:
         async with self._connection() as connection, connection.transaction(), connection.cursor() as cursor:

@@ -2,7 +2,8 @@
 
 ``{id}``, ``{ts}``, ``{blob}``, ``{real}`` and ``{big_text}`` stand for the column types that
 differ between SQLite and PostgreSQL. Large values are compressed with lz4 in PostgreSQL (14 or
-later): its default, pglz, made 20 KB rows three times slower to write. A migration is appended, never edited, once it has been released.
+later), whose default, pglz, writes them several times slower. A migration is appended, never
+edited, once it has been released.
 """
 
 from __future__ import annotations
