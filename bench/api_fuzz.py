@@ -28,17 +28,32 @@ def main() -> None:
         try:
             cookie = server.client().login("admin").cookies["crawler_session"]
             command = [
-                sys.executable, "-m", "schemathesis.cli", "run", f"{server.url}/openapi.json",
-                "--checks", "not_a_server_error", "--max-examples", str(args.max_examples),
-                "--exclude-path", "/api/auth/logout",  # it would end the session the run uses
-                "-H", f"Cookie: crawler_session={cookie}", "--seed", "1", "--no-color",
-            ]  # fmt: skip
+                sys.executable,
+                "-m",
+                "schemathesis.cli",
+                "run",
+                f"{server.url}/openapi.json",
+                "--checks",
+                "not_a_server_error",
+                "--max-examples",
+                str(args.max_examples),
+                "--exclude-path",
+                "/api/auth/logout",  # it would end the session the run uses
+                "-H",
+                f"Cookie: crawler_session={cookie}",
+                "--seed",
+                "1",
+                "--no-color",
+            ]
             # In a folder of its own: schemathesis leaves a cache of its findings where it runs.
             result = subprocess.run(command, text=True, capture_output=True, cwd=tempfile.mkdtemp())
             print(result.stdout[-6000:], result.stderr[-2000:])
-            print(f"schemathesis exit status {result.returncode} ({'no 5xx found' if result.returncode == 0 else 'failures above'})")
+            print(
+                f"schemathesis exit status {result.returncode} ({'no 5xx found' if result.returncode == 0 else 'failures above'})"
+            )
         finally:
             server.stop()
+
 
 if __name__ == "__main__":
     main()

@@ -12,8 +12,8 @@ import argparse
 import asyncio
 import json
 import statistics
-import time
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,9 @@ from scrapy.settings import Settings
 
 import crawler.settings
 from bench.api_common import UNLIMITED, scratch_database
-from crawler.api.serve_config import ServeConfig
-from crawler.api.overview import gather
 from crawler.api.context import STORED_ONLY_RECOUNT_SECONDS, ApiContext
-from crawler.api.overview import recent_samples
+from crawler.api.overview import gather, recent_samples
+from crawler.api.serve_config import ServeConfig
 from crawler.storage import open_backend
 from crawler.storage.domains import StoredOnlyCount, domains_page
 from crawler.storage.jobs import list_jobs
@@ -72,7 +71,9 @@ def fill(database: Database, pages: int, domains: int) -> None:
                 "INSERT INTO workers VALUES (%s, 'bench-job', 'bench', 'links', 'bench', 1, now(), now(), 'running', %s)",
                 (f"w{worker}", json.dumps(sample_stats(beats))),
             )
-        connection.execute("INSERT INTO crawl_jobs (id, spider, seeds, started_at, status) VALUES ('bench-job', 'links', '[]', now(), 'running')")
+        connection.execute(
+            "INSERT INTO crawl_jobs (id, spider, seeds, started_at, status) VALUES ('bench-job', 'links', '[]', now(), 'running')"
+        )
     with psycopg.connect(database.url, autocommit=True) as connection:
         connection.execute("VACUUM ANALYZE")
 
@@ -183,7 +184,9 @@ async def round_trip(database: Database, count: int) -> float:
 def summary(name: str, durations: list[float]) -> str:
     ordered = sorted(durations)
     p95 = ordered[int(0.95 * len(ordered)) - 1]
-    return f"{name:44} n={len(durations):4}  p50 {statistics.median(durations) * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms"
+    return (
+        f"{name:44} n={len(durations):4}  p50 {statistics.median(durations) * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms"
+    )
 
 
 def main() -> None:
@@ -202,14 +205,22 @@ def main() -> None:
         try:
             routes = {
                 "/api/domains (dashboard: sort=delay, 100)": [f"/api/domains?sort=delay&limit={DASHBOARD_DOMAINS}"],
-                "/api/domains (sorts x offsets, 100)": [f"/api/domains?sort={s}&offset={o}" for s in ("domain", "responses_429", "queued", "errors") for o in (0, 5000)],
+                "/api/domains (sorts x offsets, 100)": [
+                    f"/api/domains?sort={s}&offset={o}"
+                    for s in ("domain", "responses_429", "queued", "errors")
+                    for o in (0, 5000)
+                ],
                 "/api/pages (newest 100, 50 pages deep)": deep_page_paths(server, "/api/pages?limit=100", 50),
                 "/api/pages?domain (keyset)": deep_page_paths(server, "/api/pages?domain=d42.example&limit=5", 2),
                 "/api/pages?status=error": ["/api/pages?status=error&limit=100"],
                 "/api/stats": ["/api/stats"],
             }
             # The machine's floor at the moment (shared and noisy): a route that reads no database.
-            print(summary("/openapi.json (no database: the floor)", timed_requests(server, ["/openapi.json"], args.requests)))
+            print(
+                summary(
+                    "/openapi.json (no database: the floor)", timed_requests(server, ["/openapi.json"], args.requests)
+                )
+            )
             for label, paths in routes.items():
                 print(summary(label, timed_requests(server, paths, args.requests)))
         finally:
@@ -218,12 +229,17 @@ def main() -> None:
         print(f"SELECT 1 through the API's pool (the database floor): median {floor * 1000:.1f} ms")
         refreshes = asyncio.run(refresh_database_time(database, 50))
         times = [t for t, _ in refreshes]
-        print(f"dashboard refresh, database time over {len(times)} refreshes ({refreshes[0][1]} statements): "
-              f"median {statistics.median(times) * 1000:.1f} ms, max {max(times) * 1000:.1f} ms")
+        print(
+            f"dashboard refresh, database time over {len(times)} refreshes ({refreshes[0][1]} statements): "
+            f"median {statistics.median(times) * 1000:.1f} ms, max {max(times) * 1000:.1f} ms"
+        )
         recount = asyncio.run(stored_only_recount_time(database, 20))
         share = recount * DASHBOARD_REFRESH_SECONDS / STORED_ONLY_RECOUNT_SECONDS
-        print(f"  plus the count of domains known only from the domains table, once per {STORED_ONLY_RECOUNT_SECONDS:.0f} s: "
-              f"median {recount * 1000:.1f} ms, {share * 1000:.1f} ms a refresh at one every {DASHBOARD_REFRESH_SECONDS:.0f} s")
+        print(
+            f"  plus the count of domains known only from the domains table, once per {STORED_ONLY_RECOUNT_SECONDS:.0f} s: "
+            f"median {recount * 1000:.1f} ms, {share * 1000:.1f} ms a refresh at one every {DASHBOARD_REFRESH_SECONDS:.0f} s"
+        )
+
 
 if __name__ == "__main__":
     main()

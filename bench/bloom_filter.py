@@ -21,8 +21,8 @@ import redis
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
-from crawler.seen.bloom_shape import BloomShape
 from crawler.seen.bloom import BloomSeenFilter
+from crawler.seen.bloom_shape import BloomShape
 from crawler.seen.exact import ExactSeenFilter
 from crawler.seen.filter import MarkedSeenFilter
 from tests.throwaway_redis import ThrowawayRedis, redisbloom_module
@@ -96,12 +96,26 @@ def main() -> None:
     probed = fingerprints(fingerprinter, 10**10, options.probes)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        run(root, "exact (64-bit values in small sets)", lambda c: ExactSeenFilter(c, "seen", fingerprinter), marked, None)
+        run(
+            root,
+            "exact (64-bit values in small sets)",
+            lambda c: ExactSeenFilter(c, "seen", fingerprinter),
+            marked,
+            None,
+        )
         for error_rate in options.rates:
             shape = BloomShape.for_capacity(options.count, error_rate)
             for use_module in (False, True):
                 label = f"bloom {'RedisBloom' if use_module else 'SETBIT'} p={error_rate:.0e}"
-                run(root, label, lambda c: BloomSeenFilter(c, "seen", fingerprinter, shape, use_module=use_module), marked, probed)
+                run(
+                    root,
+                    label,
+                    lambda c, shape=shape, use_module=use_module: BloomSeenFilter(
+                        c, "seen", fingerprinter, shape, use_module=use_module
+                    ),
+                    marked,
+                    probed,
+                )
 
 
 if __name__ == "__main__":

@@ -57,7 +57,9 @@ def measure(name: str, command: list[str], cwd: Path, pages: Callable[[], int], 
     compileall.compile_file(ROOT / "bench" / "stock_crawlspider.py", quiet=1)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(project)})
+    result = subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(project)}
+    )
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
@@ -67,8 +69,11 @@ def measure(name: str, command: list[str], cwd: Path, pages: Callable[[], int], 
 
 
 def print_run(i: int, r: Run) -> None:
-    print(f"run {i + 1} {r.name:8} {r.pages:6d} pages {r.wall:7.2f} s wall {r.cpu:7.2f} s CPU "
-          f"{r.pages_per_second:7.1f} pages/s {r.cpu_ms_per_page:6.1f} ms CPU/page", flush=True)  # fmt: skip
+    print(
+        f"run {i + 1} {r.name:8} {r.pages:6d} pages {r.wall:7.2f} s wall {r.cpu:7.2f} s CPU "
+        f"{r.pages_per_second:7.1f} pages/s {r.cpu_ms_per_page:6.1f} ms CPU/page",
+        flush=True,
+    )
 
 
 def print_medians(runs: dict[str, list[Run]]) -> None:
@@ -79,8 +84,10 @@ def print_medians(runs: dict[str, list[Run]]) -> None:
 
     print(f"{'':10}{'pages':>8}{'pages/s':>10}{'CPU ms/page':>14}{'pages/CPU-s':>14}")
     for name in runs:
-        print(f"{name:10}{median(name, 'pages'):8.0f}{median(name, 'pages_per_second'):10.1f}"
-              f"{median(name, 'cpu_ms_per_page'):14.1f}{median(name, 'pages_per_cpu_second'):14.1f}")  # fmt: skip
+        print(
+            f"{name:10}{median(name, 'pages'):8.0f}{median(name, 'pages_per_second'):10.1f}"
+            f"{median(name, 'cpu_ms_per_page'):14.1f}{median(name, 'pages_per_cpu_second'):14.1f}"
+        )
     for name in (n for n in runs if n != "stock"):
         per_core = median(name, "pages_per_cpu_second") / median("stock", "pages_per_cpu_second")
         wall = median(name, "pages_per_second") / median("stock", "pages_per_second")
@@ -111,24 +118,50 @@ def main() -> None:
 
     settings = unpaced_settings(args.concurrency)
     runs: dict[str, list[Run]] = {"stock": [], "crawler": []}
-    with TestWeb({"heavy": f"heavy:pages={args.pages},links={args.links}"}) as web, tempfile.TemporaryDirectory() as tmp:
+    with (
+        TestWeb({"heavy": f"heavy:pages={args.pages},links={args.links}"}) as web,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         url = web.url("heavy")
 
         def pages() -> int:
             return sum(1 for entry in web.log("heavy") if entry.status == 200 and entry.path != "/robots.txt")
 
-        stock = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={url}", *settings]
+        stock = [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "runspider",
+            str(ROOT / "bench" / "stock_crawlspider.py"),
+            "-a",
+            f"url={url}",
+            *settings,
+        ]
         for i in range(args.runs):
             database = f"sqlite:///{tmp}/bench-{i}.db"
-            ours = [sys.executable, "-m", "scrapy", "crawl", "links", "-a", f"url={url}", "-a", "max_depth=100",
-                    *settings, "-s", f"DATABASE_URL={database}"]  # fmt: skip
+            ours = [
+                sys.executable,
+                "-m",
+                "scrapy",
+                "crawl",
+                "links",
+                "-a",
+                f"url={url}",
+                "-a",
+                "max_depth=100",
+                *settings,
+                "-s",
+                f"DATABASE_URL={database}",
+            ]
             for name, command, cwd in (("stock", stock, Path(tmp)), ("crawler", ours, ROOT)):
                 web.clear()
                 runs[name].append(measure(name, command, cwd, pages))
                 print_run(i, runs[name][-1])
 
-    print(f"\nlink-heavy pages: {args.pages} pages, {args.links} links each, concurrency {args.concurrency}, "
-          f"medians of {args.runs} runs")  # fmt: skip
+    print(
+        f"\nlink-heavy pages: {args.pages} pages, {args.links} links each, concurrency {args.concurrency}, "
+        f"medians of {args.runs} runs"
+    )
     print_medians(runs)
 
 

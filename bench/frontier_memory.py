@@ -33,10 +33,10 @@ from scrapy_redis.queue import PriorityQueue
 
 from crawler.frontier.codec import RequestCodec
 from crawler.frontier.priority import request_priority
-from crawler.settings import CRAWLER_REDIS_LOCAL_META_KEYS, CRAWLER_REDIS_META_KEYS
-from crawler.seen.exact import ExactSeenFilter
 from crawler.frontier.queue_redis import QueueEntry
 from crawler.redis.store import FrontierConfig, FrontierStore
+from crawler.seen.exact import ExactSeenFilter
+from crawler.settings import CRAWLER_REDIS_LOCAL_META_KEYS, CRAWLER_REDIS_META_KEYS
 from tests.helpers import PageSpider
 from tests.throwaway_redis import ThrowawayRedis
 
@@ -71,7 +71,9 @@ def measure(client: redis.Redis, count: int, push: object) -> float:
 
 
 def ours(client: redis.Redis, spider: PageSpider, crawler) -> tuple[FrontierStore, object]:
-    frontier = FrontierStore(client, "crawler:bench", FrontierConfig(default_delay=0.0, default_concurrency=10**9, robots=False))
+    frontier = FrontierStore(
+        client, "crawler:bench", FrontierConfig(default_delay=0.0, default_concurrency=10**9, robots=False)
+    )
     codec = RequestCodec(spider, CRAWLER_REDIS_META_KEYS, CRAWLER_REDIS_LOCAL_META_KEYS)
     seen = ExactSeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter)
 
@@ -100,8 +102,10 @@ def million(client: redis.Redis, frontier: FrontierStore, push: object, count: i
     push(count)  # type: ignore[operator]
     pushed = time.monotonic() - started
     memory = used_memory(client)
-    print(f"\n{count:,} URLs queued in {pushed:.0f} s ({count / pushed:,.0f}/s); Redis used_memory {memory / 2**20:,.0f} MiB "
-          f"({memory / count:.0f} bytes per URL, with the seen filter)")  # fmt: skip
+    print(
+        f"\n{count:,} URLs queued in {pushed:.0f} s ({count / pushed:,.0f}/s); Redis used_memory {memory / 2**20:,.0f} MiB "
+        f"({memory / count:.0f} bytes per URL, with the seen filter)"
+    )
     tenth = count // 10
     rates, popped, acks = [], 0, []
     slice_started = time.monotonic()
@@ -121,8 +125,10 @@ def million(client: redis.Redis, frontier: FrontierStore, push: object, count: i
             print(f"  popped {popped:>9,}: {rates[-1]:,.0f} pops/s over the last {tenth:,}")
             slice_started = now
     frontier.ack(acks)
-    print(f"popped {popped:,} of {count:,}; pops/s per tenth: median {statistics.median(rates):,.0f}, "
-          f"min {min(rates):,.0f}, max {max(rates):,.0f} (min/max {min(rates) / max(rates):.2f})")  # fmt: skip
+    print(
+        f"popped {popped:,} of {count:,}; pops/s per tenth: median {statistics.median(rates):,.0f}, "
+        f"min {min(rates):,.0f}, max {max(rates):,.0f} (min/max {min(rates) / max(rates):.2f})"
+    )
 
 
 def main() -> None:
@@ -144,11 +150,15 @@ def main() -> None:
             for run in range(args.runs):
                 results["crawler"].append(measure(client, args.count, push_ours))
                 results["stock"].append(measure(client, args.count, push_stock))
-                print(f"run {run + 1}: crawler {results['crawler'][-1]:.1f} bytes per queued request, "
-                      f"stock scrapy-redis {results['stock'][-1]:.1f}")  # fmt: skip
+                print(
+                    f"run {run + 1}: crawler {results['crawler'][-1]:.1f} bytes per queued request, "
+                    f"stock scrapy-redis {results['stock'][-1]:.1f}"
+                )
             ours_median, stock_median = (statistics.median(results[k]) for k in ("crawler", "stock"))
-            print(f"\n{args.count:,} queued requests, medians: crawler {ours_median:.1f} bytes each, "
-                  f"stock scrapy-redis {stock_median:.1f}: {stock_median / ours_median:.1f}x less memory")  # fmt: skip
+            print(
+                f"\n{args.count:,} queued requests, medians: crawler {ours_median:.1f} bytes each, "
+                f"stock scrapy-redis {stock_median:.1f}: {stock_median / ours_median:.1f}x less memory"
+            )
             if args.million:
                 million(client, frontier, push_ours, 1_000_000)
         finally:

@@ -77,10 +77,14 @@ def _median_us(run: Callable[[int, int], float], domains: int, rounds: int, runs
 
 def _queued(count: int) -> list[Request]:
     return [
-        Request(f"http://site{n % 1_000}.example/docs/page/{n}", headers={"Referer": f"http://site{n % 1_000}.example/"},
-                meta={"depth": 3, "referrer": f"http://site{n % 1_000}.example/"}, priority=-3)
+        Request(
+            f"http://site{n % 1_000}.example/docs/page/{n}",
+            headers={"Referer": f"http://site{n % 1_000}.example/"},
+            meta={"depth": 3, "referrer": f"http://site{n % 1_000}.example/"},
+            priority=-3,
+        )
         for n in range(count)
-    ]  # fmt: skip
+    ]
 
 
 def _collector(queue_cls: type, count: int, runs: int) -> tuple[int, float, float]:
@@ -122,11 +126,16 @@ def main() -> None:
         stock = _median_us(_stock, domains, args.rounds, args.runs)
         print(f"{domains:8d}{ours:25.1f}{stock:18.1f}{ours / stock:8.1f}")
 
-    print(f"\n{args.queued:,} queued requests{'tracked objects':>22}{'full collection ms':>20}{'µs per push and pop':>21}")
+    print(
+        f"\n{args.queued:,} queued requests{'tracked objects':>22}{'full collection ms':>20}{'µs per push and pop':>21}"
+    )
     gc.collect()
     gc.freeze()  # as the crawler does when the spider opens: only what is queued counts
     pauses = {}
-    for label, queue_cls in (("stock FifoMemoryQueue", FifoMemoryQueue), ("this crawler (bytes)", CompactFifoMemoryQueue)):
+    for label, queue_cls in (
+        ("stock FifoMemoryQueue", FifoMemoryQueue),
+        ("this crawler (bytes)", CompactFifoMemoryQueue),
+    ):
         tracked, pauses[label], cost = _collector(queue_cls, args.queued, args.runs)
         print(f"{label:24}{tracked:22,d}{pauses[label] * 1e3:20.1f}{cost * 1e6:21.1f}")
     stock, ours = pauses.values()

@@ -24,14 +24,14 @@ import redis
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
+from bench.frontier_memory import link_requests
 from crawler.frontier.codec import RequestCodec
-from crawler.settings import CRAWLER_REDIS_LOCAL_META_KEYS, CRAWLER_REDIS_META_KEYS
-from crawler.seen.bloom_shape import BloomShape
-from crawler.seen.bloom import BloomSeenFilter
-from crawler.seen.exact import ExactSeenFilter
 from crawler.frontier.queue_redis import QueueEntry
 from crawler.redis.store import FrontierConfig, FrontierStore
-from bench.frontier_memory import link_requests
+from crawler.seen.bloom import BloomSeenFilter
+from crawler.seen.bloom_shape import BloomShape
+from crawler.seen.exact import ExactSeenFilter
+from crawler.settings import CRAWLER_REDIS_LOCAL_META_KEYS, CRAWLER_REDIS_META_KEYS
 from tests.helpers import PageSpider
 from tests.throwaway_redis import ThrowawayRedis
 
@@ -85,7 +85,9 @@ def main() -> None:
             frontier = FrontierStore(client, "crawler:{scale}", config)
             if options.seen == "bloom":
                 shape = BloomShape.for_capacity(options.requests, 1e-6)
-                seen = BloomSeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter, shape, use_module=False)
+                seen = BloomSeenFilter(
+                    client, frontier.key("seen"), crawler.request_fingerprinter, shape, use_module=False
+                )
             else:
                 seen = ExactSeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter)
             before = int(client.info("memory")["used_memory"])

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawler.http.sniff import binary_kind
 from crawler.extraction import extract_page
 from crawler.guard import AddressPolicy
+from crawler.http.sniff import binary_kind
 from crawler.identity import InvalidURL, UrlNormalizer
 from crawler.robots.rules import RobotsRules
 from crawler.sitemaps import SitemapError, parse_sitemap
@@ -36,26 +36,82 @@ _url_chars = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("
 _schemes = st.sampled_from(["http", "https", "HTTP", "ftp", "javascript", ""])
 _hosts = st.sampled_from(
     [
-        "a.example", "A.Example.", "[::1]", "[::ffff:127.0.0.1]", "[::1", "0x7f.1", "2130706433", "ex ample", "xn--e1afmkfd",
-        "\u00e9xample.com", "", "a.example:99999", "a.example:80", "a.example:", "user:pw@h.example", "%41.example", "a..b",
+        "a.example",
+        "A.Example.",
+        "[::1]",
+        "[::ffff:127.0.0.1]",
+        "[::1",
+        "0x7f.1",
+        "2130706433",
+        "ex ample",
+        "xn--e1afmkfd",
+        "\u00e9xample.com",
+        "",
+        "a.example:99999",
+        "a.example:80",
+        "a.example:",
+        "user:pw@h.example",
+        "%41.example",
+        "a..b",
     ]
-)  # fmt: skip
+)
 _paths = st.text(alphabet="/?#&=%.:@;+ab\u00e9\x00\t ", max_size=30)
-urls = st.one_of(_url_chars, st.builds("{}://{}{}".format, _schemes, _hosts, _paths), st.builds("{}{}".format, _hosts, _paths))
+urls = st.one_of(
+    _url_chars, st.builds("{}://{}{}".format, _schemes, _hosts, _paths), st.builds("{}{}".format, _hosts, _paths)
+)
 _robots_lines = st.sampled_from(
     [
-        "User-agent: *", "User-agent: crawler", "User-agent: Crawler/2.0 (x)", "user agent crawler", "Disallow: /",
-        "Disallow:", "Allow: /a$", "Disallow: /*?q=", "Disallow: /%2F", "Crawl-delay: 1e309", "Crawl-delay: -3",
-        "Crawl-delay: nan", "Sitemap: /s.xml", "Sitemap: http://[::1/", "Host: x", "Disallow /nocolon", "#comment", "",
-        "Disallow: /\u00e9\u00e8", "Allow: *", "Disallow: $",
+        "User-agent: *",
+        "User-agent: crawler",
+        "User-agent: Crawler/2.0 (x)",
+        "user agent crawler",
+        "Disallow: /",
+        "Disallow:",
+        "Allow: /a$",
+        "Disallow: /*?q=",
+        "Disallow: /%2F",
+        "Crawl-delay: 1e309",
+        "Crawl-delay: -3",
+        "Crawl-delay: nan",
+        "Sitemap: /s.xml",
+        "Sitemap: http://[::1/",
+        "Host: x",
+        "Disallow /nocolon",
+        "#comment",
+        "",
+        "Disallow: /\u00e9\u00e8",
+        "Allow: *",
+        "Disallow: $",
     ]
-)  # fmt: skip
+)
 robots_bodies = st.one_of(
     st.binary(max_size=2000),
     st.lists(st.one_of(_robots_lines, st.text(max_size=40)), max_size=40).map("\n".join),
 )
-_tags = st.sampled_from(["div", "p", "a", "base", "meta", "link", "title", "script", "svg", "table", "td", "br", "head", "body", "html", "template", "noscript"])
-_attrs = st.sampled_from(['href="{}"', 'name="robots" content="{}"', 'rel="{}"', 'http-equiv="refresh" content="{}"', 'href=\'{}\'', "{}"])
+_tags = st.sampled_from(
+    [
+        "div",
+        "p",
+        "a",
+        "base",
+        "meta",
+        "link",
+        "title",
+        "script",
+        "svg",
+        "table",
+        "td",
+        "br",
+        "head",
+        "body",
+        "html",
+        "template",
+        "noscript",
+    ]
+)
+_attrs = st.sampled_from(
+    ['href="{}"', 'name="robots" content="{}"', 'rel="{}"', 'http-equiv="refresh" content="{}"', "href='{}'", "{}"]
+)
 
 
 _html_parts = st.one_of(
@@ -80,9 +136,13 @@ def sitemap_bodies(draw: Callable) -> bytes:
             f"<priority>{draw(st.text(max_size=5))}</priority><changefreq>{draw(st.text(max_size=8))}</changefreq></url>"
             for loc in locs
         )
-        head = '<!DOCTYPE urlset [<!ENTITY a "x"><!ENTITY e SYSTEM "file:///etc/hostname">]>' if kind == "doctype" else ""
+        head = (
+            '<!DOCTYPE urlset [<!ENTITY a "x"><!ENTITY e SYSTEM "file:///etc/hostname">]>' if kind == "doctype" else ""
+        )
         root = "urlset" if kind == "doctype" else kind
-        body = f'<?xml version="1.0"?>{head}<{root} xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{fields}</{root}>'
+        body = (
+            f'<?xml version="1.0"?>{head}<{root} xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{fields}</{root}>'
+        )
         if draw(st.booleans()):  # cut anywhere
             body = body[: draw(st.integers(0, len(body)))]
     data = body.encode("utf-8", "surrogatepass")

@@ -32,7 +32,11 @@ MODES = {"paced": {}, "unpaced": {"CRAWLER_LIMITER_ENABLED": "False"}}
 
 def seeds(web: RealWeb, pages: int) -> list[str]:
     per_host = -(-pages // len(web.addresses))
-    urls = [web.url(h, web.pages[(h * per_host + k) % len(web.pages)]) for h in range(len(web.addresses)) for k in range(per_host)]
+    urls = [
+        web.url(h, web.pages[(h * per_host + k) % len(web.pages)])
+        for h in range(len(web.addresses))
+        for k in range(per_host)
+    ]
     return urls[:pages]
 
 
@@ -40,9 +44,24 @@ def crawl(mode: str, urls: list[str], folder: Path, timeout: float, profile: Pat
     seeds_file = folder / "seeds.txt"
     seeds_file.write_text("\n".join(urls) + "\n")
     database = folder / f"{mode}-{time.monotonic_ns()}.db"
-    command = [sys.executable, "-m", "scrapy", "crawl", SeedsSpider.name, *(["--profile", str(profile)] if profile else []),
-               "-a", f"seeds_file={seeds_file}", "-s", f"SPIDER_MODULES={SPIDER_MODULES}", "-s", f"CLOSESPIDER_TIMEOUT={timeout:g}",
-               "-s", f"DATABASE_URL=sqlite:///{database}", "-s", "LOG_LEVEL=WARNING"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        SeedsSpider.name,
+        *(["--profile", str(profile)] if profile else []),
+        "-a",
+        f"seeds_file={seeds_file}",
+        "-s",
+        f"SPIDER_MODULES={SPIDER_MODULES}",
+        "-s",
+        f"CLOSESPIDER_TIMEOUT={timeout:g}",
+        "-s",
+        f"DATABASE_URL=sqlite:///{database}",
+        "-s",
+        "LOG_LEVEL=WARNING",
+    ]
     for name, value in MODES[mode].items():
         command += ["-s", f"{name}={value}"]
 
@@ -75,7 +94,10 @@ def main() -> None:
                 profile = args.profile / f"{mode}-{n + 1}.prof" if args.profile else None
                 run = crawl(mode, urls, Path(tmp), args.timeout, profile)
                 runs.append(run)
-                print(f"run {n + 1} {mode:8} {run.pages:6d} pages  {run.wall:7.1f} s  {run.cpu:7.1f} s CPU  {run.cpu_ms_per_page:6.2f} ms/page", flush=True)
+                print(
+                    f"run {n + 1} {mode:8} {run.pages:6d} pages  {run.wall:7.1f} s  {run.cpu:7.1f} s CPU  {run.cpu_ms_per_page:6.2f} ms/page",
+                    flush=True,
+                )
 
     def median(mode: str, value: str) -> float:
         return statistics.median(getattr(r, value) for r in runs if r.name == mode)

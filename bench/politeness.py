@@ -63,8 +63,23 @@ class HostReport:
 
 def _run_ours(urls: list[str], seconds: float, database: str, processes: int = 1, **settings: str) -> None:
     """One crawl, or ``processes`` processes sharing one frontier through Redis."""
-    command = [sys.executable, "-m", "scrapy", "crawl", "links", "-a", f"url={','.join(urls)}", "-a", "max_depth=1000",
-               "-s", f"CLOSESPIDER_TIMEOUT={seconds}", "-s", f"DATABASE_URL={database}", "-s", "LOG_LEVEL=WARNING"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        "links",
+        "-a",
+        f"url={','.join(urls)}",
+        "-a",
+        "max_depth=1000",
+        "-s",
+        f"CLOSESPIDER_TIMEOUT={seconds}",
+        "-s",
+        f"DATABASE_URL={database}",
+        "-s",
+        "LOG_LEVEL=WARNING",
+    ]
     if processes > 1:
         crawl = f"bench-{uuid.uuid4().hex[:8]}"
         settings = {**settings, "REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl}
@@ -78,12 +93,38 @@ def _run_ours(urls: list[str], seconds: float, database: str, processes: int = 1
 def _run_stock(urls: list[str], seconds: float, workdir: str, processes: int = 1) -> None:
     """Stock Scrapy, or ``processes`` stock scrapy-redis processes (its scheduler, dupefilter
     and default priority queue, kept between processes)."""
-    command = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={','.join(urls)}",
-               "-s", f"CLOSESPIDER_TIMEOUT={seconds}", "-s", "LOG_LEVEL=WARNING", "-s", "ROBOTSTXT_OBEY=True",
-               "-s", "AUTOTHROTTLE_ENABLED=True", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2", "-s", "DEPTH_LIMIT=0"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "runspider",
+        str(ROOT / "bench" / "stock_crawlspider.py"),
+        "-a",
+        f"url={','.join(urls)}",
+        "-s",
+        f"CLOSESPIDER_TIMEOUT={seconds}",
+        "-s",
+        "LOG_LEVEL=WARNING",
+        "-s",
+        "ROBOTSTXT_OBEY=True",
+        "-s",
+        "AUTOTHROTTLE_ENABLED=True",
+        "-s",
+        "CONCURRENT_REQUESTS_PER_DOMAIN=2",
+        "-s",
+        "DEPTH_LIMIT=0",
+    ]
     if processes > 1:
-        command += ["-s", "SCHEDULER=scrapy_redis.scheduler.Scheduler", "-s", "DUPEFILTER_CLASS=scrapy_redis.dupefilter.RFPDupeFilter",
-                    "-s", "SCHEDULER_PERSIST=True", "-s", f"REDIS_URL={REDIS_URL}"]  # fmt: skip
+        command += [
+            "-s",
+            "SCHEDULER=scrapy_redis.scheduler.Scheduler",
+            "-s",
+            "DUPEFILTER_CLASS=scrapy_redis.dupefilter.RFPDupeFilter",
+            "-s",
+            "SCHEDULER_PERSIST=True",
+            "-s",
+            f"REDIS_URL={REDIS_URL}",
+        ]
         _clear_redis("stock:*")
     _run_all([command] * processes, workdir, dict(os.environ))
     if processes > 1:
@@ -101,7 +142,9 @@ def _clear_redis(pattern: str) -> None:
     delete_matching(redis.Redis.from_url(REDIS_URL), pattern)
 
 
-def _report(label: str, log: list[LoggedRequest], seconds: float, delay: float | None, retry_after: float | None) -> HostReport:
+def _report(
+    label: str, log: list[LoggedRequest], seconds: float, delay: float | None, retry_after: float | None
+) -> HostReport:
     log = sorted(log, key=lambda e: e.start)
     starts = [e.start for e in log]
     gaps = [b - a for a, b in zip(starts, starts[1:])]
@@ -118,17 +161,33 @@ def _report(label: str, log: list[LoggedRequest], seconds: float, delay: float |
     after_429 = [min((e.start for e in log if e.start > r.end), default=None) for r in log if r.status == 429]
     waits = [start - r.end for r, start in zip((r for r in log if r.status == 429), after_429) if start is not None]
     pages = sum(1 for e in log if e.status == 200)
-    return HostReport(label, len(log), pages, pages / seconds, violations, min(gaps, default=0.0), sum(1 for e in log if e.status == 429),
-                      sum(1 for e in late if e.status == 429), len(late), early_retries, _peak(log), min(waits, default=None))  # fmt: skip
+    return HostReport(
+        label,
+        len(log),
+        pages,
+        pages / seconds,
+        violations,
+        min(gaps, default=0.0),
+        sum(1 for e in log if e.status == 429),
+        sum(1 for e in late if e.status == 429),
+        len(late),
+        early_retries,
+        _peak(log),
+        min(waits, default=None),
+    )
 
 
 def _print(title: str, reports: list[HostReport]) -> None:
     print(f"\n{title}")
-    print(f"{'host':12}{'requests':>9}{'pages':>7}{'pages/s':>9}{'violations':>11}{'min gap':>9}{'429s':>6}{'429s >1min':>11}{'early RA':>9}{'max inflight':>13}{'after 429':>10}")
+    print(
+        f"{'host':12}{'requests':>9}{'pages':>7}{'pages/s':>9}{'violations':>11}{'min gap':>9}{'429s':>6}{'429s >1min':>11}{'early RA':>9}{'max inflight':>13}{'after 429':>10}"
+    )
     for r in reports:
         late = f"{r.refused_late}/{r.late_requests}"
         after = "-" if r.after_429 is None else f"{r.after_429:.3f}"
-        print(f"{r.label:12}{r.requests:9d}{r.pages:7d}{r.rate:9.2f}{r.violations:11d}{r.min_gap:9.3f}{r.refused:6d}{late:>11}{r.retry_after_early:9d}{r.max_inflight:13d}{after:>10}")
+        print(
+            f"{r.label:12}{r.requests:9d}{r.pages:7d}{r.rate:9.2f}{r.violations:11d}{r.min_gap:9.3f}{r.refused:6d}{late:>11}{r.retry_after_early:9d}{r.max_inflight:13d}{after:>10}"
+        )
 
 
 def _print_totals(reports: list[HostReport]) -> None:
@@ -140,7 +199,9 @@ def _print_totals(reports: list[HostReport]) -> None:
     for limited in (["limited"], ["limited-ra"], ["limited", "limited-ra"]):
         total = sum(rates[h] for h in delay_hosts + limited)
         allowed = allowed_delays + HIDDEN_RATE * len(limited)
-        print(f"total pages/s, delay hosts + {' + '.join(limited):20} {total:6.2f} = {100 * total / allowed:5.1f}% of the allowed {allowed:.2f}")
+        print(
+            f"total pages/s, delay hosts + {' + '.join(limited):20} {total:6.2f} = {100 * total / allowed:5.1f}% of the allowed {allowed:.2f}"
+        )
 
 
 def _concurrency_phases(log: list[LoggedRequest]) -> None:
@@ -173,8 +234,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--short", action="store_true")
     parser.add_argument("--crawler-only", action="store_true", help="skip the stock Scrapy runs")
-    parser.add_argument("--scenario", type=int, action="append", choices=[1, 2, 3, 4], help="run only these (repeatable)")
-    parser.add_argument("--processes", type=int, default=1, help="processes per crawl, sharing one frontier through Redis (stock: scrapy-redis)")
+    parser.add_argument(
+        "--scenario", type=int, action="append", choices=[1, 2, 3, 4], help="run only these (repeatable)"
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="processes per crawl, sharing one frontier through Redis (stock: scrapy-redis)",
+    )
     args = parser.parse_args()
     scale = 0.25 if args.short else 1.0
     scenarios = set(args.scenario or [1, 2, 3, 4])
@@ -182,7 +250,10 @@ def main() -> None:
 
     sites = {"delay-1": "paced:crawl_delay=1,pages=5000"}
     sites |= {f"delay-{d}": f"paced:crawl_delay={d},pages=5000" for d in DELAYS}
-    sites |= {"limited": f"paced:rate={HIDDEN_RATE},pages=5000", "limited-ra": f"paced:rate={HIDDEN_RATE},retry_after=2,pages=5000"}
+    sites |= {
+        "limited": f"paced:rate={HIDDEN_RATE},pages=5000",
+        "limited-ra": f"paced:rate={HIDDEN_RATE},retry_after=2,pages=5000",
+    }
     sites |= {"slow": "paced:latency_ms=1500,pages=5000"}
     # 8 s answers; every request refused at once with 429 (Retry-After: 1) from 30 s to 60 s.
     sites |= {"congested": f"paced:latency_ms=8000,refuse={30 * scale:g}-{60 * scale:g},pages=5000"}
@@ -204,7 +275,10 @@ def main() -> None:
                 _run_ours([web.url("delay-1")], one_host, database("one"), args.processes, **ours)
             else:
                 _run_stock([web.url("delay-1")], one_host, tmp, args.processes)
-            _print(f"[1] {name}: one host, Crawl-delay 1, {one_host:.0f} s", [_report("delay-1", web.log("delay-1"), one_host, 1.0, None)])
+            _print(
+                f"[1] {name}: one host, Crawl-delay 1, {one_host:.0f} s",
+                [_report("delay-1", web.log("delay-1"), one_host, 1.0, None)],
+            )
 
         results = {}
         for name in crawlers if {2, 3} & scenarios else ():
@@ -220,7 +294,14 @@ def main() -> None:
         if 4 in scenarios:
             web.clear()
             # No latency factor here: it alone would keep an 8 s host to one request at a time.
-            _run_ours([web.url("congested")], 130 * scale, database("congested"), args.processes, **ours, CRAWLER_LATENCY_FACTOR="0")
+            _run_ours(
+                [web.url("congested")],
+                130 * scale,
+                database("congested"),
+                args.processes,
+                **ours,
+                CRAWLER_LATENCY_FACTOR="0",
+            )
             _concurrency_phases(web.log("congested"))
 
         if 3 in scenarios:
@@ -228,8 +309,10 @@ def main() -> None:
             _run_ours([web.url("limited")], one_host, database("many"), args.processes, **ours)
             second = _report("limited", web.log("limited"), one_host, None, None)
             first = next(r for r in results["crawler"] if r.label == "limited")
-            print(f"\n[3] second run against the 429 host: {second.refused} 429s in {one_host:.0f} s "
-                  f"(first run: {first.refused} in {many_hosts:.0f} s), {second.rate:.2f} pages/s")  # fmt: skip
+            print(
+                f"\n[3] second run against the 429 host: {second.refused} 429s in {one_host:.0f} s "
+                f"(first run: {first.refused} in {many_hosts:.0f} s), {second.rate:.2f} pages/s"
+            )
 
 
 if __name__ == "__main__":

@@ -59,7 +59,17 @@ def _fill(url: str, decisions: int, pages: int, now: datetime) -> dict[str, int]
                 if not allowed and age < 30:
                     expected["robots_decisions"] += 1
                 rule = "no rule matched" if allowed else "Disallow: /private"
-                copy.write_row((f"https://site{n % 500}.example/p/{n}", f"site{n % 500}.example", "crawler", allowed, rule, now - age * DAY, "bench"))
+                copy.write_row(
+                    (
+                        f"https://site{n % 500}.example/p/{n}",
+                        f"site{n % 500}.example",
+                        "crawler",
+                        allowed,
+                        rule,
+                        now - age * DAY,
+                        "bench",
+                    )
+                )
         body = b"<html>" + b"x" * 1000 + b"</html>"
         with connection.cursor().copy(
             "COPY pages (url, url_hash, surt_key, domain, status, http_status, body, text, crawled_at, discovered_at, error_count) FROM STDIN"
@@ -70,19 +80,29 @@ def _fill(url: str, decisions: int, pages: int, now: datetime) -> dict[str, int]
                 if not gone:
                     expected["pages"] += 1
                     expected["bodies"] += age <= 60
-                copy.write_row((
-                    f"https://site{n % 500}.example/p/{n}", uuid.uuid5(uuid.NAMESPACE_URL, str(n)).hex * 2, f"example,site{n % 500})/p/{n}",
-                    f"site{n % 500}.example", "error" if gone else "fetched", 404 if gone else 200, body, "text",
-                    now - age * DAY, now - 200 * DAY, 3 if gone else 0,
-                ))  # fmt: skip
+                copy.write_row(
+                    (
+                        f"https://site{n % 500}.example/p/{n}",
+                        uuid.uuid5(uuid.NAMESPACE_URL, str(n)).hex * 2,
+                        f"example,site{n % 500})/p/{n}",
+                        f"site{n % 500}.example",
+                        "error" if gone else "fetched",
+                        404 if gone else 200,
+                        body,
+                        "text",
+                        now - age * DAY,
+                        now - 200 * DAY,
+                        3 if gone else 0,
+                    )
+                )
         connection.execute("ANALYZE")
     return expected
 
 
 def _left(url: str) -> dict[str, int]:
     with psycopg.connect(url) as connection:
-        (decisions,), = connection.execute("SELECT COUNT(*) FROM robots_decisions").fetchall()
-        (pages, bodies), = connection.execute("SELECT COUNT(*), COUNT(body) FROM pages").fetchall()
+        ((decisions,),) = connection.execute("SELECT COUNT(*) FROM robots_decisions").fetchall()
+        ((pages, bodies),) = connection.execute("SELECT COUNT(*), COUNT(body) FROM pages").fetchall()
     return {"robots_decisions": decisions, "pages": pages, "bodies": bodies}
 
 
@@ -100,7 +120,16 @@ def main() -> None:
             started = time.monotonic()
             expected = _fill(url, args.decisions, args.pages, datetime.now(UTC))
             filled = time.monotonic() - started
-            command = [sys.executable, "-m", "scrapy", "prune", "-s", f"DATABASE_URL={url}", "-s", "CRAWLER_RETAIN_BODIES_DAYS=60"]
+            command = [
+                sys.executable,
+                "-m",
+                "scrapy",
+                "prune",
+                "-s",
+                f"DATABASE_URL={url}",
+                "-s",
+                "CRAWLER_RETAIN_BODIES_DAYS=60",
+            ]
             started = time.monotonic()
             result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=crawl_environment())
             elapsed = time.monotonic() - started
@@ -109,15 +138,19 @@ def main() -> None:
             left = _left(url)
             ok = left == expected
             times.append(elapsed)
-            print(f"run {run + 1}: filled in {filled:.1f} s; prune took {elapsed:.1f} s; left {left}; expected {expected}: {'exact' if ok else 'WRONG'}")
+            print(
+                f"run {run + 1}: filled in {filled:.1f} s; prune took {elapsed:.1f} s; left {left}; expected {expected}: {'exact' if ok else 'WRONG'}"
+            )
             print("  " + result.stdout.strip().replace("\n", "\n  "))
             if not ok:
                 sys.exit(1)
         finally:
             _drop(args.postgres, url)
     median = statistics.median(times)
-    print(f"median prune time: {median:.1f} s for {args.decisions} decisions and {args.pages} pages "
-          f"({'under' if median < 60 else 'OVER'} the 60 s bound; ratio to the bound {median / 60:.2f})")  # fmt: skip
+    print(
+        f"median prune time: {median:.1f} s for {args.decisions} decisions and {args.pages} pages "
+        f"({'under' if median < 60 else 'OVER'} the 60 s bound; ratio to the bound {median / 60:.2f})"
+    )
 
 
 if __name__ == "__main__":

@@ -50,8 +50,13 @@ def main() -> None:
     parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--profile", type=Path, help="write a cProfile of every crawler run into this folder")
     parser.add_argument("--crawler-only", action="store_true", help="skip stock Scrapy (profiling)")
-    parser.add_argument("--also", action="append", default=[], metavar="NAME=PATH",
-                        help="also crawl with the project checked out at PATH, reported as NAME")  # fmt: skip
+    parser.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="also crawl with the project checked out at PATH, reported as NAME",
+    )
     args = parser.parse_args()
     exit_on_sigterm()
 
@@ -68,7 +73,16 @@ def main() -> None:
         def pages() -> int:
             return sum(1 for r in web.log() if r.status == 200)
 
-        stock = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={url}", *settings]
+        stock = [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "runspider",
+            str(ROOT / "bench" / "stock_crawlspider.py"),
+            "-a",
+            f"url={url}",
+            *settings,
+        ]
         for i in range(args.runs):
             for name, project in crawlers.items():
                 database = None
@@ -81,8 +95,21 @@ def main() -> None:
                     else:
                         database_url = f"sqlite:///{tmp}/{name}-{i}.db"
                     profile = ["--profile", str(args.profile / f"{name}-{i + 1}.prof")] if args.profile else []
-                    command = [sys.executable, "-m", "scrapy", "crawl", "links", *profile, "-a", f"url={url}", "-a", "max_depth=100",
-                               *settings, "-s", f"DATABASE_URL={database_url}"]  # fmt: skip
+                    command = [
+                        sys.executable,
+                        "-m",
+                        "scrapy",
+                        "crawl",
+                        "links",
+                        *profile,
+                        "-a",
+                        f"url={url}",
+                        "-a",
+                        "max_depth=100",
+                        *settings,
+                        "-s",
+                        f"DATABASE_URL={database_url}",
+                    ]
                     cwd = project
                 try:
                     web.clear()
@@ -92,12 +119,16 @@ def main() -> None:
                     if database is not None:
                         _drop_postgres_database(database)
 
-    print(f"\nreal corpus ({len(web.pages)} HTML pages, gzip, {args.database}), concurrency {args.concurrency}, "
-          f"medians of {args.runs} runs")  # fmt: skip
+    print(
+        f"\nreal corpus ({len(web.pages)} HTML pages, gzip, {args.database}), concurrency {args.concurrency}, "
+        f"medians of {args.runs} runs"
+    )
     if "stock" in runs:
         print_medians(runs)
     for name in (n for n in runs if n != "crawler"):
-        ratio = statistics.median(r.cpu_ms_per_page for r in runs[name]) / statistics.median(r.cpu_ms_per_page for r in runs["crawler"])
+        ratio = statistics.median(r.cpu_ms_per_page for r in runs[name]) / statistics.median(
+            r.cpu_ms_per_page for r in runs["crawler"]
+        )
         print(f"CPU per page, {name}/crawler: {ratio:.2f}x")
 
 

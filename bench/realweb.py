@@ -115,10 +115,25 @@ def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
     """A throwaway certificate and key for TLS on loopback (made with the openssl command)."""
     certificate, key = folder / "cert.pem", folder / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
-         "-keyout", str(key), "-out", str(certificate)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            str(key),
+            "-out",
+            str(certificate),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return certificate, key
 
 
@@ -184,9 +199,17 @@ class RealWeb:
     ``site`` serves that folder instead of the documentation corpus (tests: a small site).
     """
 
-    def __init__(self, hosts: int = 1, *, crawl_delay: float | None = 1.0, delays: dict[str, float] | None = None,
-                 https: bool = False, first_address: str = FIRST_ADDRESS, workers: int = 1,
-                 site: Path | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        hosts: int = 1,
+        *,
+        crawl_delay: float | None = 1.0,
+        delays: dict[str, float] | None = None,
+        https: bool = False,
+        first_address: str = FIRST_ADDRESS,
+        workers: int = 1,
+        site: Path | None = None,
+    ) -> None:
         self.addresses = loopback_addresses(hosts, first_address)
         self.crawl_delay = crawl_delay
         self.delays = dict(delays or {})
@@ -242,8 +265,10 @@ class RealWeb:
         assert binary is not None
         self._process = subprocess.Popen(
             [binary, "-p", str(self.folder), "-c", str(config), "-e", str(self.folder / "error.log")],
-            preexec_fn=_raise_file_limit, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )  # fmt: skip
+            preexec_fn=_raise_file_limit,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         self._wait_until_serving()
         return self
 
@@ -308,8 +333,9 @@ class RealWeb:
         listens = "\n".join(f"    listen {address}:{self.port}{listen_options};" for address in self.addresses)
         delay_lines = "\n".join(
             f'    {address} "{_crawl_delay_line(self.delay_of(address))}";'
-            for address in self.addresses if address in self.delays
-        )  # fmt: skip
+            for address in self.addresses
+            if address in self.delays
+        )
         temp = folder / "temp"
         open_files = _open_files_allowed()
         return f"""
@@ -434,7 +460,9 @@ def summarize(requests: list[ServedRequest], delay: float | None) -> dict[str, A
         "min_gap": min(host_gaps, default=None),
         "short_gaps": len(short_gaps(requests, delay)) if delay is not None else None,
         "max_in_flight": max_in_flight(requests),
-        "rate": (len(requests) - 1) / (requests[-1].start - requests[0].start) if len(requests) > 1 and requests[-1].start > requests[0].start else None,
+        "rate": (len(requests) - 1) / (requests[-1].start - requests[0].start)
+        if len(requests) > 1 and requests[-1].start > requests[0].start
+        else None,
     }
 
 
@@ -445,8 +473,10 @@ def _print_report(requests: list[ServedRequest], delay_of: Callable[[str], float
         min_gap = "-" if s["min_gap"] is None else f"{s['min_gap']:.3f}"
         short = "-" if s["short_gaps"] is None else str(s["short_gaps"])
         rate = "-" if s["rate"] is None else f"{s['rate']:.2f}"
-        print(f"{host:18}{s['requests']:9d}{s['status_200']:6d}{s['bytes_sent'] / 1e6:9.1f}{min_gap:>9}{short:>7}"
-              f"{s['max_in_flight']:10d}{rate:>8}")  # fmt: skip
+        print(
+            f"{host:18}{s['requests']:9d}{s['status_200']:6d}{s['bytes_sent'] / 1e6:9.1f}{min_gap:>9}{short:>7}"
+            f"{s['max_in_flight']:10d}{rate:>8}"
+        )
 
 
 def _delays(values: list[str]) -> dict[str, float]:

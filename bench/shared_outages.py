@@ -36,18 +36,27 @@ def _silent_redis(web: TestWeb, silence: float, root: Path) -> None:
     started = time.monotonic()
     try:
         run = redis_blackholed(
-            web, Database(f"sqlite:///{root / 'redis.db'}"), REDIS_ADDRESS, crawl, root, site="site", silence=silence,
+            web,
+            Database(f"sqlite:///{root / 'redis.db'}"),
+            REDIS_ADDRESS,
+            crawl,
+            root,
+            site="site",
+            silence=silence,
             settings={"CRAWLER_LEASE_SECONDS": "10"},
-        )  # fmt: skip
+        )
     finally:
         delete_matching(redis.Redis(*REDIS_ADDRESS), f"crawler:{{{crawl}}}:*")
     (log,) = run.logs
     beats = run.heartbeats_during_outage()
-    print(f"Redis silent {silence:.0f} s: {len(beats)} heartbeats logged in the {int(silence) - 1} whole seconds "
-          f"(largest lag {max((lag for _, lag in beats), default=float('nan')):.3f} s); paused: "
-          f"{'Redis unavailable' in log}, resumed: {'Redis available again' in log}; "
-          f"{len(run.rows)} rows for {len(PAGES)} pages ({len(run.rows.keys() & PAGES)} matching); "
-          f"{len(run.fetched_twice)} pages fetched twice; {time.monotonic() - started:.0f} s in all", flush=True)  # fmt: skip
+    print(
+        f"Redis silent {silence:.0f} s: {len(beats)} heartbeats logged in the {int(silence) - 1} whole seconds "
+        f"(largest lag {max((lag for _, lag in beats), default=float('nan')):.3f} s); paused: "
+        f"{'Redis unavailable' in log}, resumed: {'Redis available again' in log}; "
+        f"{len(run.rows)} rows for {len(PAGES)} pages ({len(run.rows.keys() & PAGES)} matching); "
+        f"{len(run.fetched_twice)} pages fetched twice; {time.monotonic() - started:.0f} s in all",
+        flush=True,
+    )
 
 
 def _stopped_postgres(web: TestWeb, outage: float, lease: float, root: Path) -> None:
@@ -55,16 +64,24 @@ def _stopped_postgres(web: TestWeb, outage: float, lease: float, root: Path) -> 
     started = time.monotonic()
     try:
         run = postgres_stopped(
-            web, crawl, root, site="site", workers=2, outage=outage,
-            settings={"REDIS_URL": "redis://%s:%d/0" % REDIS_ADDRESS, "CRAWLER_LEASE_SECONDS": str(lease)},
-        )  # fmt: skip
+            web,
+            crawl,
+            root,
+            site="site",
+            workers=2,
+            outage=outage,
+            settings={"REDIS_URL": "redis://{}:{}/0".format(*REDIS_ADDRESS), "CRAWLER_LEASE_SECONDS": str(lease)},
+        )
     finally:
         delete_matching(redis.Redis(*REDIS_ADDRESS), f"crawler:{{{crawl}}}:*")
-    print(f"PostgreSQL stopped {outage:.0f} s, leases {lease:.0f} s, 2 workers: "
-          f"{len(run.fetched_twice)} pages fetched twice {run.fetched_twice[:5]}; "
-          f"{len(run.rows)} rows for {len(PAGES)} pages ({len(run.rows.keys() & PAGES)} matching); "
-          f"back in the logs: {sum('Database available again' in log for log in run.logs)} of 2; "
-          f"{time.monotonic() - started:.0f} s in all", flush=True)  # fmt: skip
+    print(
+        f"PostgreSQL stopped {outage:.0f} s, leases {lease:.0f} s, 2 workers: "
+        f"{len(run.fetched_twice)} pages fetched twice {run.fetched_twice[:5]}; "
+        f"{len(run.rows)} rows for {len(PAGES)} pages ({len(run.rows.keys() & PAGES)} matching); "
+        f"back in the logs: {sum('Database available again' in log for log in run.logs)} of 2; "
+        f"{time.monotonic() - started:.0f} s in all",
+        flush=True,
+    )
 
 
 def main() -> None:

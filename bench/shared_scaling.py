@@ -49,7 +49,9 @@ def _crawl(processes: int, seeds: list[str], web: TestWeb, hosts: list[str]) -> 
     command = [sys.executable, "-m", "scrapy", "crawl", "links", "-a", f"url={','.join(seeds)}", "-a", "max_depth=100"]
     command += [arg for name, value in settings.items() for arg in ("-s", f"{name}={value}")]
     try:
-        workers = [subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}) for _ in range(processes)]
+        workers = [
+            subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}) for _ in range(processes)
+        ]
         for worker in workers:
             if worker.wait() != 0:
                 raise SystemExit(f"a crawl process failed with exit code {worker.returncode}")
@@ -69,7 +71,9 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=0, help="time each answer takes")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    spec = f"heavy:pages={args.pages},links={args.links}" + (f",latency_ms={args.latency_ms}" if args.latency_ms else "")
+    spec = f"heavy:pages={args.pages},links={args.links}" + (
+        f",latency_ms={args.latency_ms}" if args.latency_ms else ""
+    )
     hosts = [f"host-{n}" for n in range(args.hosts)]
     rates: dict[int, list[float]] = {1: [], 2: []}
     with TestWeb({host: spec for host in hosts}) as web:
@@ -78,10 +82,15 @@ def main() -> None:
             for processes in (1, 2):
                 pages, seconds = _crawl(processes, seeds, web, hosts)
                 rates[processes].append(pages / seconds)
-                print(f"run {run + 1}: {processes} process{'es' if processes > 1 else ''}: {pages} pages in {seconds:.1f} s, "
-                      f"{rates[processes][-1]:.1f} pages/s", flush=True)  # fmt: skip
+                print(
+                    f"run {run + 1}: {processes} process{'es' if processes > 1 else ''}: {pages} pages in {seconds:.1f} s, "
+                    f"{rates[processes][-1]:.1f} pages/s",
+                    flush=True,
+                )
     one, two = statistics.median(rates[1]), statistics.median(rates[2])
-    print(f"\n{args.hosts} hosts x {args.pages} pages, {args.links} links a page, {args.latency_ms} ms answers; medians of {args.runs} runs")
+    print(
+        f"\n{args.hosts} hosts x {args.pages} pages, {args.links} links a page, {args.latency_ms} ms answers; medians of {args.runs} runs"
+    )
     print(f"one process {one:.1f} pages/s, two processes {two:.1f} pages/s: {two / one:.2f}x")
 
 

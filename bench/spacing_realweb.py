@@ -8,8 +8,8 @@ documentation gzip-compressed (``bench/realweb.py``; pages up to 2.5 MB).
 ``--seconds``; per host the requests, the gaps shorter than the delay minus 10 ms, the shortest
 gap, and the rate against the allowed one (1/delay, over the host's active span).
 ``many``: ``--hosts`` hosts without ``Crawl-delay`` (the default delay of 1 s), ``--pages`` pages
-in all, each host's share given as seeds; the short gaps over every host. ``--processes N`` runs N crawl processes sharing one
-frontier through Redis (``REDIS_URL``, default the local one); ``--hog`` spins a process per core
+in all, each host's share given as seeds; the short gaps over every host. ``--processes N``
+runs N crawl processes sharing one frontier through Redis (``REDIS_URL``, default the local one); ``--hog`` spins a process per core
 beside the crawl. The start of a request is when nginx read its first byte (``$msec -
 $request_time``).
 """
@@ -36,9 +36,25 @@ def crawl(urls: list[str], seconds: float, folder: Path, processes: int, **setti
     """Crawl ``urls`` by following links, with ``processes`` processes; the wall time taken."""
     seeds = folder / "seeds.txt"
     seeds.write_text("\n".join(urls) + "\n")
-    command = [sys.executable, "-m", "scrapy", "crawl", "links", "-a", f"seeds_file={seeds}", "-a", "max_depth=1000",
-               "-s", f"CLOSESPIDER_TIMEOUT={seconds:g}", "-s", f"DATABASE_URL=sqlite:///{folder}/crawler.db",
-               "-s", "LOG_LEVEL=WARNING", "-s", f"LOG_FILE={folder}/crawl.log"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        "links",
+        "-a",
+        f"seeds_file={seeds}",
+        "-a",
+        "max_depth=1000",
+        "-s",
+        f"CLOSESPIDER_TIMEOUT={seconds:g}",
+        "-s",
+        f"DATABASE_URL=sqlite:///{folder}/crawler.db",
+        "-s",
+        "LOG_LEVEL=WARNING",
+        "-s",
+        f"LOG_FILE={folder}/crawl.log",
+    ]
     crawl_id = f"bench-{uuid.uuid4().hex[:8]}"
     if processes > 1:
         # Shared processes wait for work for ever by default: they end 5 s after the frontier empties.
@@ -70,7 +86,10 @@ def host_line(host: str, requests: list[ServedRequest], delay: float) -> tuple[i
 def delays(args: argparse.Namespace) -> None:
     site_delays = {0: 1.0, 1: 0.5}
     addresses = loopback_addresses(2)
-    with RealWeb(2, delays={addresses[i]: d for i, d in site_delays.items()}) as web, tempfile.TemporaryDirectory() as tmp:
+    with (
+        RealWeb(2, delays={addresses[i]: d for i, d in site_delays.items()}) as web,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         hog = CpuHog(os.cpu_count() or 1) if args.hog else None
         if hog:
             hog.start()
@@ -97,7 +116,9 @@ def many(args: argparse.Namespace) -> None:
         try:
             # Every host's share of the pages as seeds, nothing followed: following links from a
             # thousand seeds, the first hosts' links kept the crawl busy and most seeds waited.
-            wall = crawl(seeds(web, args.pages), args.seconds, Path(tmp), args.processes, CRAWLER_MAX_PAGES=str(args.pages))
+            wall = crawl(
+                seeds(web, args.pages), args.seconds, Path(tmp), args.processes, CRAWLER_MAX_PAGES=str(args.pages)
+            )
         finally:
             if hog:
                 hog.stop()
@@ -105,10 +126,14 @@ def many(args: argparse.Namespace) -> None:
         requests = sum(len(r) for r in hosts.values())
         all_gaps = [g for r in hosts.values() for g in gaps(r)]
         short = [g for r in hosts.values() for g in short_gaps(r, DEFAULT_DELAY, TOLERANCE)]
-        print(f"\nmany: {args.hosts} hosts, {args.pages} pages, {args.processes} process(es), hog {'on' if args.hog else 'off'}")
-        print(f"{requests} requests (robots.txt included) on {len(hosts)} hosts in {wall:.0f} s; "
-              f"{len(all_gaps)} gaps, {len(short)} shorter than {DEFAULT_DELAY - TOLERANCE:.2f} s"
-              + (f" (shortest {min(short):.3f} s)" if short else ""))  # fmt: skip
+        print(
+            f"\nmany: {args.hosts} hosts, {args.pages} pages, {args.processes} process(es), hog {'on' if args.hog else 'off'}"
+        )
+        print(
+            f"{requests} requests (robots.txt included) on {len(hosts)} hosts in {wall:.0f} s; "
+            f"{len(all_gaps)} gaps, {len(short)} shorter than {DEFAULT_DELAY - TOLERANCE:.2f} s"
+            + (f" (shortest {min(short):.3f} s)" if short else "")
+        )
 
 
 def main() -> None:

@@ -35,17 +35,35 @@ def _items(count: int) -> list[PageItem]:
     items = []
     for n in range(count):
         url = f"https://bench.example/page/{n}"
-        items.append(PageItem(
-            url=url, url_hash=url_hash(url), surt_key=surt_key(url), domain="bench.example", status="fetched",
-            crawled_at=now, http_status=200, content_type="text/html", content_length=len(body), title=f"Page {n}",
-            text="words " * 300, body=body, links_count=100, depth=2, job_id="bench",
-        ))  # fmt: skip
+        items.append(
+            PageItem(
+                url=url,
+                url_hash=url_hash(url),
+                surt_key=surt_key(url),
+                domain="bench.example",
+                status="fetched",
+                crawled_at=now,
+                http_status=200,
+                content_type="text/html",
+                content_length=len(body),
+                title=f"Page {n}",
+                text="words " * 300,
+                body=body,
+                links_count=100,
+                depth=2,
+                job_id="bench",
+            )
+        )
     return items
 
 
 async def _run(database_url: str, items: list[PageItem], tmp: str) -> float:
-    crawler = get_crawler(LinksSpider, project_settings(DATABASE_URL=database_url, CRAWLER_UNSAVED_ROWS_DIR=tmp, LOG_LEVEL="WARNING"))
-    crawler.spider = LinksSpider.from_crawler(crawler, url="https://bench.example/", job_id=f"bench-{uuid.uuid4().hex[:8]}")
+    crawler = get_crawler(
+        LinksSpider, project_settings(DATABASE_URL=database_url, CRAWLER_UNSAVED_ROWS_DIR=tmp, LOG_LEVEL="WARNING")
+    )
+    crawler.spider = LinksSpider.from_crawler(
+        crawler, url="https://bench.example/", job_id=f"bench-{uuid.uuid4().hex[:8]}"
+    )
     pipeline = StoragePipeline.from_crawler(crawler)
     await pipeline.open_spider()
     started = time.perf_counter()
@@ -76,7 +94,10 @@ def main() -> None:
                     admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
             results["postgresql"].append(args.rows / seconds)
             results["sqlite"].append(args.rows / asyncio.run(_run(f"sqlite:///{tmp}/bench-{i}.db", items, tmp)))
-            print(f"run {i + 1}: PostgreSQL {results['postgresql'][-1]:8.0f} rows/s   SQLite {results['sqlite'][-1]:8.0f} rows/s", flush=True)
+            print(
+                f"run {i + 1}: PostgreSQL {results['postgresql'][-1]:8.0f} rows/s   SQLite {results['sqlite'][-1]:8.0f} rows/s",
+                flush=True,
+            )
     print(f"\n{args.rows} rows with 20 KB bodies, batches of 100, medians of {args.runs} runs:")
     for backend, rates in results.items():
         print(f"{backend:11} {statistics.median(rates):8.0f} rows/s")

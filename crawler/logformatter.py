@@ -15,7 +15,9 @@ from twisted.python.failure import Failure
 def brief(item: Any) -> str:
     """The item's URL and status (``fetched https://example.com/``)."""
     adapter = ItemAdapter(item)
-    return " ".join(str(adapter[key]) for key in ("status", "url") if adapter.get(key) is not None) or type(item).__name__
+    return (
+        " ".join(str(adapter[key]) for key in ("status", "url") if adapter.get(key) is not None) or type(item).__name__
+    )
 
 
 class BriefLogFormatter(LogFormatter):
@@ -23,10 +25,18 @@ class BriefLogFormatter(LogFormatter):
         result = super().scraped(item, response, spider)
         return {**result, "msg": "Scraped %(item)s", "args": {"item": brief(item)}}
 
-    def dropped(self, item: Any, exception: BaseException, response: Response | Failure | None, spider: Spider) -> LogFormatterResult:
+    def dropped(
+        self, item: Any, exception: BaseException, response: Response | Failure | None, spider: Spider
+    ) -> LogFormatterResult:
         result = super().dropped(item, exception, response, spider)
-        return {**result, "msg": "Dropped %(item)s: %(exception)s", "args": {"item": brief(item), "exception": exception}}
+        return {
+            **result,
+            "msg": "Dropped %(item)s: %(exception)s",
+            "args": {"item": brief(item), "exception": exception},
+        }
 
-    def item_error(self, item: Any, exception: BaseException, response: Response | Failure | None, spider: Spider) -> LogFormatterResult:
+    def item_error(
+        self, item: Any, exception: BaseException, response: Response | Failure | None, spider: Spider
+    ) -> LogFormatterResult:
         result = super().item_error(item, exception, response, spider)
         return {**result, "args": {"item": brief(item)}}

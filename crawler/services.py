@@ -108,7 +108,9 @@ class CrawlServices:
         """The crawl's scope (``CRAWLER_SCOPE``), made by the spider, which adds its seeds."""
         if self.scope is None:
             mode = self.settings.get("CRAWLER_SCOPE")
-            self.scope = Scope(mode) if self.redis is None else RedisScope(mode, self.redis.link, self.redis.key("scope"))
+            self.scope = (
+                Scope(mode) if self.redis is None else RedisScope(mode, self.redis.link, self.redis.key("scope"))
+            )
         return self.scope
 
     @cached_property
@@ -133,7 +135,9 @@ class CrawlServices:
         if kind == "exact":
             return ExactSeenFilter(client, key, fingerprinter, debug)
         if kind == "bloom":
-            shape = BloomShape.for_capacity(settings.getint("CRAWLER_BLOOM_CAPACITY"), settings.getfloat("CRAWLER_BLOOM_ERROR_RATE"))
+            shape = BloomShape.for_capacity(
+                settings.getint("CRAWLER_BLOOM_CAPACITY"), settings.getfloat("CRAWLER_BLOOM_ERROR_RATE")
+            )
             return BloomSeenFilter(client, key, fingerprinter, shape, use_module=has_bloom_module(client), debug=debug)
         raise ValueError(f"CRAWLER_SEEN_FILTER must be 'exact' or 'bloom', not {kind!r}")
 

@@ -77,7 +77,13 @@ CRAWLER_CIRCUIT_FAILURES = 5
 CRAWLER_CIRCUIT_OPEN_SECONDS = 60.0
 CRAWLER_CIRCUIT_CLOSE_SUCCESSES = 2
 CRAWLER_RETRY_BACKOFF_CAP = 600.0
-CRAWLER_ACCEPT_CONTENT_TYPES = ["text/*", "application/xhtml+xml", "application/xml", "application/*+xml", "application/json"]
+CRAWLER_ACCEPT_CONTENT_TYPES = [
+    "text/*",
+    "application/xhtml+xml",
+    "application/xml",
+    "application/*+xml",
+    "application/json",
+]
 CRAWLER_REJECT_CONTENT_TYPES: list[str] = []
 # Links and sitemap entries with these extensions get a `filtered` row and are never requested.
 CRAWLER_IGNORED_EXTENSIONS = IGNORED_EXTENSIONS
@@ -161,9 +167,19 @@ CRAWLER_RESPECT_NOFOLLOW = True
 CRAWLER_FOLLOW_CANONICAL = True
 CRAWLER_SCOPE = "site"
 CRAWLER_TRACKING_PARAMS = [
-    "utm_*", "gclid", "gclsrc", "dclid", "fbclid", "msclkid", "yclid",
-    "mc_cid", "mc_eid", "_ga", "_gl", "igshid",
-]  # fmt: skip
+    "utm_*",
+    "gclid",
+    "gclsrc",
+    "dclid",
+    "fbclid",
+    "msclkid",
+    "yclid",
+    "mc_cid",
+    "mc_eid",
+    "_ga",
+    "_gl",
+    "igshid",
+]
 
 # --- Sitemaps ----------------------------------------------------------------------------------
 CRAWLER_SITEMAP_FALLBACK_PATHS = ["/sitemap.xml", "/sitemap_index.xml"]
@@ -220,12 +236,28 @@ CRAWLER_IDLE_CLOSE_SECONDS = 0.0
 CRAWLER_REDIS_POLL_SECONDS = 0.25
 CRAWLER_REDIS_TIMEOUT = 5.0
 CRAWLER_REDIS_META_KEYS = [
-    "depth", "discovered_via", "referrer", "sitemap_lastmod", "sitemap_changefreq", "sitemap_priority",
-    "sitemap_depth", "download_maxsize", "dont_filter_content_type", "dont_obey_robotstxt", "not_before",
-    "retry_times", "redirect_urls", "redirect_reasons", "redirect_times", "redirect_ttl",
-    "handle_httpstatus_all", "handle_httpstatus_list", "dont_retry", "dont_redirect",
+    "depth",
+    "discovered_via",
+    "referrer",
+    "sitemap_lastmod",
+    "sitemap_changefreq",
+    "sitemap_priority",
+    "sitemap_depth",
+    "download_maxsize",
+    "dont_filter_content_type",
+    "dont_obey_robotstxt",
+    "not_before",
+    "retry_times",
+    "redirect_urls",
+    "redirect_reasons",
+    "redirect_times",
+    "redirect_ttl",
+    "handle_httpstatus_all",
+    "handle_httpstatus_list",
+    "dont_retry",
+    "dont_redirect",
     "recrawl",
-]  # fmt: skip
+]
 CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
 CRAWLER_SEEN_FILTER = "exact"
 CRAWLER_BLOOM_CAPACITY = 10_000_000

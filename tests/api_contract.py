@@ -13,6 +13,7 @@ import psycopg
 
 from tests.helpers import Database
 
+
 def execute_all(database: Database, statements: list[tuple[str, tuple]]) -> None:
     """Statements in one transaction."""
     if database.backend == "sqlite":
@@ -38,42 +39,90 @@ def populate_as_a_crawl(database: Database, now: datetime) -> None:
     ts = _timestamp(database)
     statements: list[tuple[str, tuple]] = []
     add = lambda sql, params: statements.append((sql, params))  # noqa: E731
-    add("INSERT INTO crawl_jobs (id, spider, seeds, started_at, status) VALUES (?, ?, ?, ?, ?)",
-            ("job-running", "links", "[]", ts(now - timedelta(minutes=10)), "running"))
-    add("INSERT INTO crawl_jobs (id, spider, seeds, started_at, finished_at, status, finish_reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            ("job-done", "links", "[]", ts(now - timedelta(hours=2)), ts(now - timedelta(hours=1)), "finished", "finished"))
-    for worker, heartbeat, minutes in (("w-live", now - timedelta(seconds=2), 6), ("w-silent", now - timedelta(minutes=5), 1)):
+    add(
+        "INSERT INTO crawl_jobs (id, spider, seeds, started_at, status) VALUES (?, ?, ?, ?, ?)",
+        ("job-running", "links", "[]", ts(now - timedelta(minutes=10)), "running"),
+    )
+    add(
+        "INSERT INTO crawl_jobs (id, spider, seeds, started_at, finished_at, status, finish_reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        ("job-done", "links", "[]", ts(now - timedelta(hours=2)), ts(now - timedelta(hours=1)), "finished", "finished"),
+    )
+    for worker, heartbeat, minutes in (
+        ("w-live", now - timedelta(seconds=2), 6),
+        ("w-silent", now - timedelta(minutes=5), 1),
+    ):
         samples = int(minutes * 6)
         for n in range(samples + 1):
             at = heartbeat - timedelta(seconds=10 * (samples - n))
-            add("INSERT INTO stats_samples (worker_id, job_id, sampled_at, stats) VALUES (?, ?, ?, ?)",
-                    (worker, "job-running", ts(at), json.dumps(sample_stats(n))))
-        add("INSERT INTO workers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (worker, "job-running", "crawl-a", "links", "testhost", 4242, ts(now - timedelta(minutes=10)), ts(heartbeat),
-                 "running", json.dumps(sample_stats(samples))))
+            add(
+                "INSERT INTO stats_samples (worker_id, job_id, sampled_at, stats) VALUES (?, ?, ?, ?)",
+                (worker, "job-running", ts(at), json.dumps(sample_stats(n))),
+            )
+        add(
+            "INSERT INTO workers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                worker,
+                "job-running",
+                "crawl-a",
+                "links",
+                "testhost",
+                4242,
+                ts(now - timedelta(minutes=10)),
+                ts(heartbeat),
+                "running",
+                json.dumps(sample_stats(samples)),
+            ),
+        )
     blocked = ts(now + timedelta(seconds=600))
-    for domain, state in ((FAST_HOST, (0.5, 0.5, 0.0, 0.0, None, "closed", 1, 5, 100, 0, 0)),
-                          (THROTTLED_HOST, (4.0, None, 4.0, 2.0, blocked, "closed", 0, 40, 25, 20, 20))):
+    for domain, state in (
+        (FAST_HOST, (0.5, 0.5, 0.0, 0.0, None, "closed", 1, 5, 100, 0, 0)),
+        (THROTTLED_HOST, (4.0, None, 4.0, 2.0, blocked, "closed", 0, 40, 25, 20, 20)),
+    ):
         add("INSERT INTO domain_state VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (domain, *state, ts(now)))
     for domain in (FAST_HOST, THROTTLED_HOST, STORED_ONLY_HOST):
-        add("INSERT INTO domains (domain, robots_txt, robots_status, crawl_delay_seconds, adaptive_delay_seconds, "
-                "adaptive_delay_floor_seconds, page_count) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (domain, f"User-agent: *\nDisallow: /private\n# {domain}\n", 200, 0.5, 1.5, 1.0, 3))
+        add(
+            "INSERT INTO domains (domain, robots_txt, robots_status, crawl_delay_seconds, adaptive_delay_seconds, "
+            "adaptive_delay_floor_seconds, page_count) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (domain, f"User-agent: *\nDisallow: /private\n# {domain}\n", 200, 0.5, 1.5, 1.0, 3),
+        )
     for host_index, domain in enumerate((FAST_HOST, THROTTLED_HOST)):
         for n in range(PAGES_PER_HOST):
             url = f"http://{domain}/p/{n}"
             status, code = ("error", 500) if n % 25 == 0 else ("fetched", 200)
             crawled = ts(now - timedelta(seconds=2 * n + host_index))
-            add("INSERT INTO pages (url, url_hash, surt_key, domain, status, http_status, crawled_at, discovered_at, job_id, error) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (url, hashlib.sha256(url.encode()).hexdigest(), url, domain, status, code, crawled, crawled, "job-running",
-                     "HTTP 500" if status == "error" else None))
+            add(
+                "INSERT INTO pages (url, url_hash, surt_key, domain, status, http_status, crawled_at, discovered_at, job_id, error) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    url,
+                    hashlib.sha256(url.encode()).hexdigest(),
+                    url,
+                    domain,
+                    status,
+                    code,
+                    crawled,
+                    crawled,
+                    "job-running",
+                    "HTTP 500" if status == "error" else None,
+                ),
+            )
     for n in range(5):
         started = now - timedelta(seconds=60 - n * 4)
-        add("INSERT INTO request_log (domain, url, job_id, worker_id, started_at, ended_at, http_status, outcome, delay_in_force) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (THROTTLED_HOST, f"http://{THROTTLED_HOST}/p/{n}", "job-running", "w-live", ts(started), ts(started + timedelta(seconds=0.1)),
-                 429 if n == 2 else 200, "fetched", 4.0))
+        add(
+            "INSERT INTO request_log (domain, url, job_id, worker_id, started_at, ended_at, http_status, outcome, delay_in_force) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                THROTTLED_HOST,
+                f"http://{THROTTLED_HOST}/p/{n}",
+                "job-running",
+                "w-live",
+                ts(started),
+                ts(started + timedelta(seconds=0.1)),
+                429 if n == 2 else 200,
+                "fetched",
+                4.0,
+            ),
+        )
     execute_all(database, statements)
 
 

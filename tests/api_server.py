@@ -119,12 +119,23 @@ def free_port() -> int:
 class ServeProcess:
     def __init__(self, database: Database, log: Path, settings: dict[str, str] | None = None):
         self.port = free_port()
-        command = [sys.executable, "-m", "scrapy", "serve", "--bind", f"127.0.0.1:{self.port}", "-s", f"DATABASE_URL={database.url}"]
+        command = [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "serve",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "-s",
+            f"DATABASE_URL={database.url}",
+        ]
         for name, value in (settings or {}).items():
             command += ["-s", f"{name}={value}"]
         self.log = log
         with log.open("wb") as output:
-            self.process = subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, env=crawl_environment())
+            self.process = subprocess.Popen(
+                command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, env=crawl_environment()
+            )
         self._wait_listening()
 
     def _wait_listening(self, timeout: float = 30) -> None:

@@ -49,13 +49,15 @@ FAST_SKIPS = {
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--fast", action="store_true",
+        "--fast",
+        action="store_true",
         help="run only the tests that need no PostgreSQL, Redis, server or crawl process; skip the others",
-    )  # fmt: skip
+    )
 
 
 def _fast(config: pytest.Config) -> bool:
     return bool(config.getoption("--fast"))
+
 
 WEB_SITES = {
     "links": "links",
@@ -99,8 +101,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     except OSError as exc:
         missing.append(f"Redis at {REDIS_ADDRESS[0]}:{REDIS_ADDRESS[1]}: {exc}")
     if missing:
-        pytest.exit("The tests need real services, and these are not reachable:\n  " + "\n  ".join(missing)
-                    + "\nRun the tests with ./run-tests, which starts them.", returncode=3)
+        pytest.exit(
+            "The tests need real services, and these are not reachable:\n  "
+            + "\n  ".join(missing)
+            + "\nRun the tests with ./run-tests, which starts them.",
+            returncode=3,
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -153,7 +159,9 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
 
 
 @pytest.fixture(scope="module")
-def module_postgres_database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+def module_postgres_database(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Database]:
     """A fresh PostgreSQL database shared by the tests of a module (for a server they start once)."""
     _skip_in_fast_mode(request, "postgres")
     with _fresh_database("postgresql", tmp_path_factory.mktemp("database")) as fresh:

@@ -50,17 +50,43 @@ class Database:
     def pages(self) -> dict[str, dict[str, Any]]:
         """Rows of ``pages`` by URL, as dicts."""
         columns = [
-            "url", "status", "http_status", "error", "title", "description", "text", "body",
-            "noindex", "links_count", "links", "final_url", "redirect_count", "depth",
-            "discovered_via", "content_type", "content_length", "content_hash", "surt_key",
-            "url_hash", "sitemap_lastmod", "sitemap_changefreq", "sitemap_priority", "job_id",
-            "etag", "last_modified", "server_date", "crawl_duration_ms", "body_truncated",
-        ]  # fmt: skip
+            "url",
+            "status",
+            "http_status",
+            "error",
+            "title",
+            "description",
+            "text",
+            "body",
+            "noindex",
+            "links_count",
+            "links",
+            "final_url",
+            "redirect_count",
+            "depth",
+            "discovered_via",
+            "content_type",
+            "content_length",
+            "content_hash",
+            "surt_key",
+            "url_hash",
+            "sitemap_lastmod",
+            "sitemap_changefreq",
+            "sitemap_priority",
+            "job_id",
+            "etag",
+            "last_modified",
+            "server_date",
+            "crawl_duration_ms",
+            "body_truncated",
+        ]
         rows = self.query(f"SELECT {', '.join(columns)} FROM pages")
         return {row[0]: dict(zip(columns, row)) for row in rows}
 
 
-def crawl_command(spider: str, database: Database, *args: str, settings: dict[str, str] | None = None, **arguments: str) -> list[str]:
+def crawl_command(
+    spider: str, database: Database, *args: str, settings: dict[str, str] | None = None, **arguments: str
+) -> list[str]:
     """``scrapy crawl SPIDER -a k=v … -s K=V …`` with the test settings."""
     command = [sys.executable, "-m", "scrapy", "crawl", spider]
     for name, value in arguments.items():
@@ -78,7 +104,13 @@ def crawl_environment() -> dict[str, str]:
 
 
 def crawl(
-    spider: str, database: Database, *args: str, settings: dict[str, str] | None = None, timeout: float = 300, status: int = 0, **arguments: str
+    spider: str,
+    database: Database,
+    *args: str,
+    settings: dict[str, str] | None = None,
+    timeout: float = 300,
+    status: int = 0,
+    **arguments: str,
 ) -> subprocess.CompletedProcess[str]:
     """Run a crawl the way users do; fail on an exit status other than ``status`` or a traceback."""
     command = crawl_command(spider, database, *args, settings=settings, **arguments)
@@ -88,7 +120,9 @@ def crawl(
     return result
 
 
-def start_crawl(spider: str, database: Database, log: Path, *args: str, settings: dict[str, str] | None = None, **arguments: str) -> subprocess.Popen[bytes]:
+def start_crawl(
+    spider: str, database: Database, log: Path, *args: str, settings: dict[str, str] | None = None, **arguments: str
+) -> subprocess.Popen[bytes]:
     """Start a crawl in the background, its output in ``log``."""
     command = crawl_command(spider, database, *args, settings=settings, **arguments)
     with log.open("wb") as output:

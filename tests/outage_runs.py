@@ -21,7 +21,9 @@ from tests.helpers import Database, finish_all, start_crawl
 from tests.testweb import TestWeb
 from tests.throwaway_postgres import ThrowawayPostgres
 
-HEARTBEAT = re.compile(r"^(\S+ \S+) \[crawler\.extensions\.reactor_heartbeat\] INFO: Reactor heartbeat: lag ([0-9.]+) s", re.M)
+HEARTBEAT = re.compile(
+    r"^(\S+ \S+) \[crawler\.extensions\.reactor_heartbeat\] INFO: Reactor heartbeat: lag ([0-9.]+) s", re.M
+)
 
 
 @dataclass
@@ -64,17 +66,28 @@ def _result(web: TestWeb, site: str, database: Database, logs: list[str], outage
 
 
 def redis_blackholed(
-    web: TestWeb, database: Database, redis_address: tuple[str, int], crawl: str, tmp_path: Path,
-    *, site: str, silence: float, settings: dict[str, str],
-) -> OutageRun:  # fmt: skip
+    web: TestWeb,
+    database: Database,
+    redis_address: tuple[str, int],
+    crawl: str,
+    tmp_path: Path,
+    *,
+    site: str,
+    silence: float,
+    settings: dict[str, str],
+) -> OutageRun:
     """One worker whose Redis stops answering for ``silence`` seconds, well into its crawl."""
     web.clear()
     with BlackholeProxy(redis_address) as proxy:
         log = tmp_path / "worker.log"
         options = {
-            "REDIS_URL": f"redis://{proxy.address}/0", "CRAWLER_CRAWL_ID": crawl, "CRAWLER_IDLE_CLOSE_SECONDS": "2",
-            "CRAWLER_REACTOR_HEARTBEAT_SECONDS": "1", "CRAWLER_REDIS_TIMEOUT": "1", **settings,
-        }  # fmt: skip
+            "REDIS_URL": f"redis://{proxy.address}/0",
+            "CRAWLER_CRAWL_ID": crawl,
+            "CRAWLER_IDLE_CLOSE_SECONDS": "2",
+            "CRAWLER_REACTOR_HEARTBEAT_SECONDS": "1",
+            "CRAWLER_REDIS_TIMEOUT": "1",
+            **settings,
+        }
         worker = start_crawl("links", database, log, url=web.url(site), settings=options)
         _wait_for(lambda: len(web.log(site)) >= 20, "the crawl did not start")
         began = time.time()
@@ -87,8 +100,15 @@ def redis_blackholed(
 
 
 def postgres_stopped(
-    web: TestWeb, crawl: str, tmp_path: Path, *, site: str, workers: int, outage: float, settings: dict[str, str],
-) -> OutageRun:  # fmt: skip
+    web: TestWeb,
+    crawl: str,
+    tmp_path: Path,
+    *,
+    site: str,
+    workers: int,
+    outage: float,
+    settings: dict[str, str],
+) -> OutageRun:
     """Shared workers whose PostgreSQL stops for ``outage`` seconds, well into their crawl."""
     # Not under pytest's temporary folder: the postgres user must be able to reach it.
     root = Path(tempfile.mkdtemp(prefix="crawler-pg-"))
@@ -98,9 +118,12 @@ def postgres_stopped(
     try:
         web.clear()
         options = {
-            "CRAWLER_CRAWL_ID": crawl, "CRAWLER_IDLE_CLOSE_SECONDS": "2", "CRAWLER_STORAGE_RETRY_MAX_DELAY": "1",
-            "CRAWLER_UNSAVED_ROWS_DIR": str(tmp_path), **settings,
-        }  # fmt: skip
+            "CRAWLER_CRAWL_ID": crawl,
+            "CRAWLER_IDLE_CLOSE_SECONDS": "2",
+            "CRAWLER_STORAGE_RETRY_MAX_DELAY": "1",
+            "CRAWLER_UNSAVED_ROWS_DIR": str(tmp_path),
+            **settings,
+        }
         logs = [tmp_path / f"worker-{n}.log" for n in range(workers)]
         started = [start_crawl("links", database, log, url=web.url(site), settings=options) for log in logs]
         _wait_for(lambda: _row_count(postgres.url) >= 20, "no rows stored")

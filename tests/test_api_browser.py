@@ -73,7 +73,9 @@ def test_a_user_sees_the_domains_and_no_admin_controls(server: tuple[ServeProces
     page.close()
 
 
-def test_an_admin_sees_the_controls_and_pauses_a_domain(server: tuple[ServeProcess, Database], browser: Browser, tmp_path: Path) -> None:
+def test_an_admin_sees_the_controls_and_pauses_a_domain(
+    server: tuple[ServeProcess, Database], browser: Browser, tmp_path: Path
+) -> None:
     served, database = server
     page = _log_in(browser, served, "admin")
     expect(page.locator("#admin")).to_be_visible()
@@ -81,8 +83,12 @@ def test_an_admin_sees_the_controls_and_pauses_a_domain(server: tuple[ServeProce
     row = page.locator(f'#domains tr[data-domain="{FAST_HOST}"]')
     row.locator("button.pause").click()
     expect(row).to_have_class("paused", timeout=10_000)
-    assert [bool(p) for (p,) in database.query("SELECT paused FROM domain_controls WHERE domain = ?", (FAST_HOST,))] == [True]
-    assert database.query("SELECT username, action, target FROM admin_actions") == [("admin", "domain.pause", FAST_HOST)]
+    assert [
+        bool(p) for (p,) in database.query("SELECT paused FROM domain_controls WHERE domain = ?", (FAST_HOST,))
+    ] == [True]
+    assert database.query("SELECT username, action, target FROM admin_actions") == [
+        ("admin", "domain.pause", FAST_HOST)
+    ]
     page.wait_for_timeout(500)  # the chart's next frame
     shot = tmp_path / "dashboard-admin.png"
     page.screenshot(path=str(shot), full_page=True)

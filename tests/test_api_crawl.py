@@ -8,12 +8,12 @@ controls polled, the request log): where a crawl process does not write those ta
 
 from __future__ import annotations
 
-import pytest
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.api_server import ApiClient, ServeProcess, create_users, migrate
@@ -48,7 +48,9 @@ def _pages_fetched(client: ApiClient) -> float:
     return families["crawler_pages_fetched"].samples[0].value
 
 
-def test_serve_beside_two_shared_crawl_processes(web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path) -> None:
+def test_serve_beside_two_shared_crawl_processes(
+    web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path
+) -> None:
     web.clear()
     migrate(postgres_database)
     create_users(postgres_database)
@@ -83,7 +85,11 @@ def test_serve_beside_two_shared_crawl_processes(web: TestWeb, postgres_database
 
         _until(throttled_row, 60, "both hosts listed, the 429 host with its 429s, block and learned delay")
 
-        _until(lambda: any(p["url"] == seeded for p in viewer.get(f"/api/pages?domain={fast}&limit=1000").json()["pages"]), 30, "the seeded URL crawled")
+        _until(
+            lambda: any(p["url"] == seeded for p in viewer.get(f"/api/pages?domain={fast}&limit=1000").json()["pages"]),
+            30,
+            "the seeded URL crawled",
+        )
 
         assert admin.post(f"/api/domains/{throttled}/pause").status == 200
         time.sleep(2.0)  # two polls and the requests already in flight

@@ -11,7 +11,10 @@ S200, S429, S503 = (f"downloader/response_status_count/{s}" for s in (200, 429, 
 
 
 def _beats(worker: str, start: float, beats: int, every: float = 5.0, pages: int = 10) -> list[Sample]:
-    return [Sample(worker, start + n * every, {"response_received_count": pages * n, S200: pages * n}) for n in range(beats + 1)]
+    return [
+        Sample(worker, start + n * every, {"response_received_count": pages * n, S200: pages * n})
+        for n in range(beats + 1)
+    ]
 
 
 def test_rates_are_differences_summed_over_processes() -> None:
@@ -24,7 +27,10 @@ def test_rates_are_differences_summed_over_processes() -> None:
 
 
 def test_a_process_that_starts_late_counts_from_its_first_sample() -> None:
-    samples = _beats("a", 0.0, 24) + [Sample("late", 70.0, {"response_received_count": 50}), Sample("late", 110.0, {"response_received_count": 90})]
+    samples = _beats("a", 0.0, 24) + [
+        Sample("late", 70.0, {"response_received_count": 50}),
+        Sample("late", 110.0, {"response_received_count": 90}),
+    ]
     first, second = series(samples, 0.0, 120.0, 60.0)
     assert first.pages == 120 and second.pages == 120 + 40
 
@@ -46,7 +52,16 @@ def test_numeric_keeps_numbers_only_and_totals_add_up() -> None:
     assert totals([{"a": 1.0}, {"a": 2.0, "b": 1.0}]) == {"a": 3.0, "b": 1.0}
 
 
-@pytest.mark.parametrize(("state", "age", "live"), [("running", 0, True), ("paused", 120, True), ("running", 121, False), ("finished", 0, False), ("closing", 5, True)])
+@pytest.mark.parametrize(
+    ("state", "age", "live"),
+    [
+        ("running", 0, True),
+        ("paused", 120, True),
+        ("running", 121, False),
+        ("finished", 0, False),
+        ("closing", 5, True),
+    ],
+)
 def test_a_worker_is_live_while_running_and_heard_from(state: str, age: float, live: bool) -> None:
     assert is_live(state, 1000.0 - age, 1000.0, 120.0) is live
 
@@ -55,7 +70,15 @@ def _minutes(error_shares: list[float], frontier: list[float] | None = None) -> 
     points = []
     for n, share in enumerate(error_shares):
         errors = round(100 * share)
-        points.append(Point(60.0 * (n + 1), 60.0, 100.0, {"200": 100.0 - errors, "503": float(errors)}, frontier[n] if frontier else None))
+        points.append(
+            Point(
+                60.0 * (n + 1),
+                60.0,
+                100.0,
+                {"200": 100.0 - errors, "503": float(errors)},
+                frontier[n] if frontier else None,
+            )
+        )
     return points
 
 
@@ -64,7 +87,9 @@ def test_high_error_rate_needs_over_20_percent_in_each_of_five_minutes() -> None
     assert alerts(_minutes([0.20] * 5), [], 120.0) == []  # over 20%, not at it
     assert alerts(_minutes([0.5] * 4), [], 120.0) == []  # four minutes are not five
     assert alerts(_minutes([0.5, 0.5, 0.1, 0.5, 0.5]), [], 120.0) == []
-    assert alerts(_minutes([0.0, 0.5, 0.5, 0.5, 0.5, 0.5]), [], 120.0)[0].name == "high_error_rate"  # the last five count
+    assert (
+        alerts(_minutes([0.0, 0.5, 0.5, 0.5, 0.5, 0.5]), [], 120.0)[0].name == "high_error_rate"
+    )  # the last five count
 
 
 def test_frontier_backlog_fires_past_10_percent_growth_in_a_minute() -> None:

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from argon2 import PasswordHasher
 import redis
+from argon2 import PasswordHasher
 from prometheus_client.parser import text_string_to_metric_families
 
 from crawler.api.routes import ROUTES
@@ -50,7 +50,9 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         if request.param.endswith("redis"):
             crawl = f"test-api-{uuid.uuid4().hex[:8]}"
             settings["REDIS_URL"] = REDIS_URL
-            FrontierStore(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl)).push(FAST_HOST, 0, f"http://{FAST_HOST}/queued\t{{}}")
+            FrontierStore(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl)).push(
+                FAST_HOST, 0, f"http://{FAST_HOST}/queued\t{{}}"
+            )
         server = ServeProcess(database, folder / "serve.log", settings)
         populate_as_a_crawl(database, datetime.now(UTC))  # once serving: the samples' minutes are the latest ones
         try:
@@ -123,7 +125,9 @@ def test_a_user_reads_and_may_not_steer_an_admin_may(served: Served) -> None:
     assert reply.status == 202
     assert reply.json()["accepted"] == ["http://127.0.0.11:8001/seeded"]
     assert [r["url"] for r in reply.json()["rejected"]] == ["ftp://nope/", "not a url"]
-    inbox = served.database.query("SELECT url, added_by, taken_at FROM frontier_inbox WHERE url = ?", ("http://127.0.0.11:8001/seeded",))
+    inbox = served.database.query(
+        "SELECT url, added_by, taken_at FROM frontier_inbox WHERE url = ?", ("http://127.0.0.11:8001/seeded",)
+    )
     assert inbox == [("http://127.0.0.11:8001/seeded", "admin", None)]
     assert admin.post("/api/frontier/seed", {"urls": ["nope"]}).status == 400
     actions = served.database.query("SELECT username, action FROM admin_actions WHERE action = 'frontier.seed'")
@@ -141,11 +145,23 @@ def test_domains_show_delays_blocks_and_429s_sortable(served: Served) -> None:
     assert (throttled["learned_delay"], throttled["learned_floor"], throttled["responses_429"]) == (4.0, 2.0, 20)
     assert throttled["robots_delay"] == 0.5  # from the stored robots.txt, the snapshot had none
     assert rows[STORED_ONLY_HOST]["learned_delay"] == 1.5  # known only from the domains table
-    for sort, first in (("responses_429", THROTTLED_HOST), ("pages", FAST_HOST), ("delay", THROTTLED_HOST), ("queued", THROTTLED_HOST)):
+    for sort, first in (
+        ("responses_429", THROTTLED_HOST),
+        ("pages", FAST_HOST),
+        ("delay", THROTTLED_HOST),
+        ("queued", THROTTLED_HOST),
+    ):
         assert viewer.get(f"/api/domains?sort={sort}").json()["domains"][0]["domain"] == first, sort
-    ascending = [viewer.get(f"/api/domains?sort=pages&order=asc&limit=1&offset={n}").json()["domains"][0]["domain"] for n in range(3)]
+    ascending = [
+        viewer.get(f"/api/domains?sort=pages&order=asc&limit=1&offset={n}").json()["domains"][0]["domain"]
+        for n in range(3)
+    ]
     assert ascending == [THROTTLED_HOST, FAST_HOST, STORED_ONLY_HOST]  # domains without a snapshot come last
-    assert [d["domain"] for d in viewer.get("/api/domains?q=0.0.1&limit=5").json()["domains"]] == [FAST_HOST, THROTTLED_HOST, STORED_ONLY_HOST]
+    assert [d["domain"] for d in viewer.get("/api/domains?q=0.0.1&limit=5").json()["domains"]] == [
+        FAST_HOST,
+        THROTTLED_HOST,
+        STORED_ONLY_HOST,
+    ]
     assert viewer.get("/api/domains?q=0.13").json()["total"] == 1
     assert viewer.get("/api/domains?sort=evil;drop").status == 400
     robots = viewer.get(f"/api/domains/{THROTTLED_HOST}/robots").json()
@@ -159,7 +175,11 @@ def test_pages_come_in_keyset_pages_filtered_by_domain_status_and_time(served: S
     while path:
         reply = viewer.get(path).json()
         seen += reply["pages"]
-        path = f"/api/pages?domain={THROTTLED_HOST}&limit=40&cursor={reply['next_cursor']}" if reply["next_cursor"] else None
+        path = (
+            f"/api/pages?domain={THROTTLED_HOST}&limit=40&cursor={reply['next_cursor']}"
+            if reply["next_cursor"]
+            else None
+        )
     assert len(seen) == len({p["url"] for p in seen}) == PAGES_PER_HOST
     assert all(p["domain"] == THROTTLED_HOST for p in seen)
     assert [p["crawled_at"] for p in seen] == sorted((p["crawled_at"] for p in seen), reverse=True)
@@ -178,7 +198,9 @@ def test_controls_are_written_for_the_crawl_processes(served: Served) -> None:
     assert reply.status == 200 and reply.json()["max_concurrency"] == 4
     assert admin.request("PUT", f"/api/domains/{FAST_HOST}/limits", {"max_concurrency": 0}).status == 400
     assert admin.post(f"/api/domains/{FAST_HOST}/pause").json()["paused"] is True
-    row = served.database.query("SELECT paused, max_concurrency, min_delay, updated_by FROM domain_controls WHERE domain = ?", (FAST_HOST,))
+    row = served.database.query(
+        "SELECT paused, max_concurrency, min_delay, updated_by FROM domain_controls WHERE domain = ?", (FAST_HOST,)
+    )
     assert [(bool(r[0]), *r[1:]) for r in row] == [(True, 4, 0.1, "admin")]  # pausing kept the limits
     assert admin.request("DELETE", f"/api/domains/{FAST_HOST}/limits").json()["min_delay"] is None
     assert admin.post(f"/api/domains/{FAST_HOST}/resume").json()["paused"] is False
@@ -197,17 +219,27 @@ def test_jobs_are_listed_and_a_running_one_cancelled(served: Served) -> None:
     assert admin.post("/api/jobs/job-done/cancel").status == 409
     assert admin.post("/api/jobs/nope/cancel").status == 404
     assert admin.post("/api/jobs/job-running/cancel").status == 202
-    assert served.database.query("SELECT cancel_requested_at IS NOT NULL FROM crawl_jobs WHERE id = 'job-running'") in ([(True,)], [(1,)])
+    assert served.database.query("SELECT cancel_requested_at IS NOT NULL FROM crawl_jobs WHERE id = 'job-running'") in (
+        [(True,)],
+        [(1,)],
+    )
 
 
 def test_frontier_shows_redis_or_what_the_database_holds(served: Served) -> None:
     admin = served.client().login("admin")
     admin.post("/api/frontier/add", {"urls": ["http://127.0.0.12:8001/added"]})
     stats = admin.get("/api/frontier/stats").json()
-    urls = admin.get("/api/frontier/urls?limit=10" + (f"&crawl={served.redis_crawl}" if served.redis_crawl else "")).json()
+    urls = admin.get(
+        "/api/frontier/urls?limit=10" + (f"&crawl={served.redis_crawl}" if served.redis_crawl else "")
+    ).json()
     if served.redis_crawl:
         assert stats["source"] == "redis" and stats["queued"] >= 1
-        assert {"crawl": served.redis_crawl, "domain": FAST_HOST, "priority": 0, "url": f"http://{FAST_HOST}/queued"} in urls["urls"]
+        assert {
+            "crawl": served.redis_crawl,
+            "domain": FAST_HOST,
+            "priority": 0,
+            "url": f"http://{FAST_HOST}/queued",
+        } in urls["urls"]
     else:
         assert stats["source"] == "database" and stats["inbox_pending"] >= 1
         assert "http://127.0.0.12:8001/added" in [u["url"] for u in urls["urls"]]
@@ -216,7 +248,11 @@ def test_frontier_shows_redis_or_what_the_database_holds(served: Served) -> None
 
 def test_metrics_parse_and_sum_the_processes(served: Served) -> None:
     text = served.client("127.0.0.25").get("/metrics").body.decode()
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(text) for s in f.samples}
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+    }
     assert samples[("crawler_pages_fetched_total", ())] == 12 * 42
     assert samples[("crawler_http_responses_total", (("status", "429"),))] == 3 * 42
     assert samples[("crawler_active_workers", ())] == 1
@@ -238,7 +274,15 @@ def test_the_openapi_description_matches_the_routes(served: Served) -> None:
 def test_useradd_reads_the_password_on_standard_input(tmp_path: Path) -> None:
     database = Database(f"sqlite:///{tmp_path / 'users.db'}")
     command = [sys.executable, "-m", "scrapy", "useradd", "carol", "admin", "-s", f"DATABASE_URL={database.url}"]
-    done = subprocess.run(command, input="carol-password\n", capture_output=True, text=True, cwd=ROOT, env=crawl_environment(), timeout=120)
+    done = subprocess.run(
+        command,
+        input="carol-password\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=crawl_environment(),
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     ((role, stored),) = database.query("SELECT role, password_hash FROM users WHERE username = 'carol'")
     assert role == "admin" and stored.startswith("$argon2id$") and "carol-password" not in stored

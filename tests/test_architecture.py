@@ -52,27 +52,33 @@ def _package(root: Path, files: dict[str, str]) -> Path:
 
 @pytest.mark.parametrize("adapter", sorted(ADAPTERS))
 def test_a_concept_package_importing_an_adapter_is_reported(tmp_path: Path, adapter: str) -> None:
-    root = _package(tmp_path, {
-        "__init__.py": "",
-        "politeness/__init__.py": "",
-        "politeness/limiter_local.py": f"def later():\n    from crawler.{adapter}.thing import Thing\n",
-        f"{adapter}/__init__.py": "",
-        f"{adapter}/thing.py": "Thing = object\n",
-    })  # fmt: skip
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "politeness/__init__.py": "",
+            "politeness/limiter_local.py": f"def later():\n    from crawler.{adapter}.thing import Thing\n",
+            f"{adapter}/__init__.py": "",
+            f"{adapter}/thing.py": "Thing = object\n",
+        },
+    )
     assert layering_violations(root) == [
         f"crawler.politeness.limiter_local:2: politeness (concepts) imports {adapter} (adapters)"
     ]
 
 
 def test_cycles_hidden_in_functions_and_private_parts_are_reported(tmp_path: Path) -> None:
-    root = _package(tmp_path, {
-        "__init__.py": "",
-        "storage/__init__.py": "",
-        "storage/backend.py": "def open_backend():\n    from crawler.storage.sqlite import Sqlite\n",
-        "storage/sqlite.py": "from crawler.storage.backend import open_backend\nSqlite = object\n",
-        "robots/__init__.py": "",
-        "robots/rules.py": "from protego._utils import _quote_path\n\ndef groups(parser):\n    return parser._user_agents\n",
-    })  # fmt: skip
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "storage/__init__.py": "",
+            "storage/backend.py": "def open_backend():\n    from crawler.storage.sqlite import Sqlite\n",
+            "storage/sqlite.py": "from crawler.storage.backend import open_backend\nSqlite = object\n",
+            "robots/__init__.py": "",
+            "robots/rules.py": "from protego._utils import _quote_path\n\ndef groups(parser):\n    return parser._user_agents\n",
+        },
+    )
     assert cycles(module_edges(root)) == [["crawler.storage.backend", "crawler.storage.sqlite"]]
     assert private_uses(root) == [
         "crawler.robots.rules:1: imports protego._utils._quote_path",

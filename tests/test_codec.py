@@ -38,13 +38,20 @@ def test_a_link_request_round_trips(codec: RequestCodec) -> None:
     assert decoded.url == request.url
     assert decoded.callback == spider.parse_page and decoded.errback == spider.page_failed
     assert decoded.priority == 298
-    assert decoded.meta == {"depth": 2, "discovered_via": "link", "referrer": "https://example.com/a", "sitemap_lastmod": lastmod}
+    assert decoded.meta == {
+        "depth": 2,
+        "discovered_via": "link",
+        "referrer": "https://example.com/a",
+        "sitemap_lastmod": lastmod,
+    }
     assert not decoded.dont_filter
 
 
 def test_the_usual_callbacks_are_left_out_and_others_kept(codec: RequestCodec) -> None:
     spider = codec.spider
-    usual = codec.encode(Request("http://a.test/", callback=spider.parse_page, errback=spider.page_failed), "http://a.test/")
+    usual = codec.encode(
+        Request("http://a.test/", callback=spider.parse_page, errback=spider.page_failed), "http://a.test/"
+    )
     assert '"c"' not in usual and '"e"' not in usual
     swapped = Request("http://a.test/", callback=spider.page_failed, errback=None)
     decoded = codec.decode(codec.encode(swapped, swapped.url))[1]
@@ -52,7 +59,9 @@ def test_the_usual_callbacks_are_left_out_and_others_kept(codec: RequestCodec) -
 
 
 def test_transient_meta_is_dropped_and_falsy_flags_are_left_out(codec: RequestCodec) -> None:
-    request = Request("http://a.test/", meta={"download_slot": "a.test", "download_latency": 0.2, "depth": 0, "dont_retry": False})
+    request = Request(
+        "http://a.test/", meta={"download_slot": "a.test", "download_latency": 0.2, "depth": 0, "dont_retry": False}
+    )
     _, decoded, encoded = _round_trip(codec, request)
     assert decoded.meta == {"depth": 0}
     assert "download" not in encoded
@@ -67,9 +76,16 @@ def test_a_redirected_request_keeps_the_key_of_its_first_url(codec: RequestCodec
 
 
 def test_method_body_headers_and_dont_filter_survive(codec: RequestCodec) -> None:
-    request = Request("http://a.test/form", method="POST", body=b"a=1&b=\xe9", headers={"X-Thing": "yes"}, dont_filter=True)
+    request = Request(
+        "http://a.test/form", method="POST", body=b"a=1&b=\xe9", headers={"X-Thing": "yes"}, dont_filter=True
+    )
     _, decoded, _ = _round_trip(codec, request)
-    assert (decoded.method, decoded.body, decoded.headers.get("X-Thing"), decoded.dont_filter) == ("POST", b"a=1&b=\xe9", b"yes", True)
+    assert (decoded.method, decoded.body, decoded.headers.get("X-Thing"), decoded.dont_filter) == (
+        "POST",
+        b"a=1&b=\xe9",
+        b"yes",
+        True,
+    )
 
 
 def test_referrer_on_the_same_site_costs_only_its_path(codec: RequestCodec) -> None:

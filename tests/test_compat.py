@@ -152,7 +152,9 @@ def test_scrapy_decodes_each_encoding_through_the_step_a_subclass_replaces() -> 
 
     middleware = Counting.from_crawler(get_crawler(Spider))
     request = Request("http://example.com/")
-    compressed = Response(request.url, body=gzip.compress(b"<p>hi</p>"), headers={"Content-Encoding": "gzip"}, request=request)
+    compressed = Response(
+        request.url, body=gzip.compress(b"<p>hi</p>"), headers={"Content-Encoding": "gzip"}, request=request
+    )
     assert middleware.process_response(request, compressed).body == b"<p>hi</p>"
     assert Counting.decoded == [b"gzip"]
 
@@ -182,7 +184,9 @@ def test_the_meta_refresh_middleware_keeps_the_tags_it_ignores() -> None:
 
 
 def test_protego_s_groups_and_the_rule_that_decides() -> None:
-    parser = Protego.parse("User-agent: crawler\nAllow: /private/open\nDisallow: /private\n\nUser-agent: *\nDisallow: /")
+    parser = Protego.parse(
+        "User-agent: crawler\nAllow: /private/open\nDisallow: /private\n\nUser-agent: *\nDisallow: /"
+    )
     groups = compat.protego_groups(parser)
     assert set(groups) == {"crawler", "*"}
     assert compat.matched_rule(groups["crawler"], "http://h.example/private/x") == "Disallow: /private"

@@ -11,11 +11,22 @@ from crawler.control.site_audit import MAX_LISTED, LoggedRequest, max_in_flight,
 T0 = 1_700_000_000.0
 
 
-def _row(start: float, end: float | None = None, status: int | None = 200, delay: float | None = 1.0, url: str = "", outcome: str = "response") -> dict:
+def _row(
+    start: float,
+    end: float | None = None,
+    status: int | None = 200,
+    delay: float | None = 1.0,
+    url: str = "",
+    outcome: str = "response",
+) -> dict:
     return {
-        "url": url or f"http://a.example/{start}", "started_at": T0 + start, "ended_at": None if end is None else T0 + end,
-        "http_status": status, "outcome": outcome, "delay_in_force": delay,
-    }  # fmt: skip
+        "url": url or f"http://a.example/{start}",
+        "started_at": T0 + start,
+        "ended_at": None if end is None else T0 + end,
+        "http_status": status,
+        "outcome": outcome,
+        "delay_in_force": delay,
+    }
 
 
 def _iso(offset: float) -> str:
@@ -25,10 +36,20 @@ def _iso(offset: float) -> str:
 def test_nothing_logged() -> None:
     summary = summarize([], 0.01)
     assert summary == {
-        "requests": 0, "first_start": None, "last_start": None, "outcomes": {}, "smallest_gap": None,
-        "delay_tolerance": 0.01, "gaps_under_delay": 0, "gaps_under_delay_listed": [], "max_in_flight": 0,
-        "max_in_flight_at": None, "responses_429": 0, "responses_429_listed": [], "robots": [],
-    }  # fmt: skip
+        "requests": 0,
+        "first_start": None,
+        "last_start": None,
+        "outcomes": {},
+        "smallest_gap": None,
+        "delay_tolerance": 0.01,
+        "gaps_under_delay": 0,
+        "gaps_under_delay_listed": [],
+        "max_in_flight": 0,
+        "max_in_flight_at": None,
+        "responses_429": 0,
+        "responses_429_listed": [],
+        "robots": [],
+    }
 
 
 def test_one_request() -> None:
@@ -40,12 +61,21 @@ def test_one_request() -> None:
 def test_the_smallest_gap_against_the_delay_in_force_of_the_first_of_the_two() -> None:
     rows = [_row(3.0, 3.1, delay=2.0, url="c"), _row(0, 0.1, url="a"), _row(1.5, 1.6, url="b")]  # not in order
     summary = summarize(rows, 0.01)
-    assert summary["smallest_gap"] == {"seconds": 1.5, "delay_in_force": 1.0, "at": _iso(1.5), "after": "a", "before": "b"}
+    assert summary["smallest_gap"] == {
+        "seconds": 1.5,
+        "delay_in_force": 1.0,
+        "at": _iso(1.5),
+        "after": "a",
+        "before": "b",
+    }
     assert summary["gaps_under_delay"] == 0
     assert summary["first_start"] == _iso(0) and summary["last_start"] == _iso(3.0)
 
 
-@pytest.mark.parametrize(("gap", "tolerance", "violations"), [(0.995, 0.01, 0), (0.99, 0.01, 0), (0.989, 0.01, 1), (0.5, 0.0, 1), (1.0, 0.0, 0)])
+@pytest.mark.parametrize(
+    ("gap", "tolerance", "violations"),
+    [(0.995, 0.01, 0), (0.99, 0.01, 0), (0.989, 0.01, 1), (0.5, 0.0, 1), (1.0, 0.0, 0)],
+)
 def test_gaps_shorter_than_the_delay_beyond_the_tolerance(gap: float, tolerance: float, violations: int) -> None:
     summary = summarize([_row(0, 0.1), _row(gap, gap + 0.1)], tolerance)
     assert summary["gaps_under_delay"] == violations
@@ -91,7 +121,11 @@ def test_each_429_with_how_long_the_crawler_waited_after_it() -> None:
 
 
 def test_errors_count_by_their_outcome() -> None:
-    rows = [_row(0, 30, status=None, outcome="TimeoutError"), _row(1, 2, status=503), _row(3, 3.1, status=None, outcome="TimeoutError")]
+    rows = [
+        _row(0, 30, status=None, outcome="TimeoutError"),
+        _row(1, 2, status=503),
+        _row(3, 3.1, status=None, outcome="TimeoutError"),
+    ]
     assert summarize(rows, 0.01)["outcomes"] == {"503": 1, "TimeoutError": 2}
 
 

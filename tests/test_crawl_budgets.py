@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from crawler.exitcodes import JOB_FAILED
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
@@ -13,12 +14,20 @@ pytestmark = pytest.mark.integration
 def test_consecutive_failures_fail_the_job(web: TestWeb, database: Database) -> None:
     web.clear()
     result = crawl(
-        "links", database, url=web.url("broken"), job_id="doomed",
-        settings={"RETRY_TIMES": "0", "CRAWLER_JOB_FAILURE_THRESHOLD": "3", "CRAWLER_CIRCUIT_FAILURES": "100",
-                  "CONCURRENT_REQUESTS_PER_DOMAIN": "1"}, status=JOB_FAILED,
-    )  # fmt: skip
+        "links",
+        database,
+        url=web.url("broken"),
+        job_id="doomed",
+        settings={
+            "RETRY_TIMES": "0",
+            "CRAWLER_JOB_FAILURE_THRESHOLD": "3",
+            "CRAWLER_CIRCUIT_FAILURES": "100",
+            "CONCURRENT_REQUESTS_PER_DOMAIN": "1",
+        },
+        status=JOB_FAILED,
+    )
     assert "Closing the job (failed_consecutive_errors)" in result.stderr
-    (status, reason), = database.query("SELECT status, finish_reason FROM crawl_jobs")
+    ((status, reason),) = database.query("SELECT status, finish_reason FROM crawl_jobs")
     assert (status, reason) == ("failed", "failed_consecutive_errors")
     statuses = [row["status"] for row in database.pages().values()]
     assert statuses.count("error") >= 3
@@ -37,7 +46,7 @@ def test_max_time_leaves_skipped_rows(web: TestWeb, database: Database) -> None:
     assert all("closespider_timeout" in row["error"] for row in skipped)
     requested = {web.url("delayed", e.path) for e in web.log("delayed")}
     assert not any(row["url"] in requested for row in skipped)
-    (status,), = database.query("SELECT status FROM crawl_jobs")
+    ((status,),) = database.query("SELECT status FROM crawl_jobs")
     assert status == "stopped"
 
 
@@ -54,10 +63,17 @@ def test_a_skipped_url_never_replaces_an_earlier_row(web: TestWeb, database: Dat
 def test_the_circuit_opens_after_consecutive_failures(web: TestWeb, database: Database) -> None:
     web.clear()
     crawl(
-        "links", database, url=web.url("broken"),
-        settings={"RETRY_TIMES": "0", "CRAWLER_JOB_FAILURE_THRESHOLD": "0", "CRAWLER_CIRCUIT_FAILURES": "3",
-                  "CRAWLER_CIRCUIT_OPEN_SECONDS": "1.5", "CONCURRENT_REQUESTS_PER_DOMAIN": "1"},
-    )  # fmt: skip
+        "links",
+        database,
+        url=web.url("broken"),
+        settings={
+            "RETRY_TIMES": "0",
+            "CRAWLER_JOB_FAILURE_THRESHOLD": "0",
+            "CRAWLER_CIRCUIT_FAILURES": "3",
+            "CRAWLER_CIRCUIT_OPEN_SECONDS": "1.5",
+            "CONCURRENT_REQUESTS_PER_DOMAIN": "1",
+        },
+    )
     failures = sorted((e for e in web.log("broken") if e.status == 500), key=lambda e: e.start)
     assert len(failures) == 5  # the five pages the home page links to
     # three failures in a row open the circuit: the fourth waits, and its failure reopens it
@@ -71,12 +87,19 @@ def test_the_circuit_opens_after_consecutive_failures(web: TestWeb, database: Da
 def test_a_long_429_streak_at_the_maximum_delay_cancels_the_job(web: TestWeb, database: Database) -> None:
     web.clear()
     result = crawl(
-        "links", database, url=web.url("refusing"),
-        settings={"CRAWLER_CANCEL_429_STREAK": "3", "CRAWLER_MAX_DELAY": "0.2", "RETRY_TIMES": "10",
-                  "CRAWLER_DEFAULT_DELAY": "0.5"}, status=JOB_FAILED,
-    )  # fmt: skip
+        "links",
+        database,
+        url=web.url("refusing"),
+        settings={
+            "CRAWLER_CANCEL_429_STREAK": "3",
+            "CRAWLER_MAX_DELAY": "0.2",
+            "RETRY_TIMES": "10",
+            "CRAWLER_DEFAULT_DELAY": "0.5",
+        },
+        status=JOB_FAILED,
+    )
     assert "Closing the job (cancelled_429_streak)" in result.stderr
-    (status, reason), = database.query("SELECT status, finish_reason FROM crawl_jobs")
+    ((status, reason),) = database.query("SELECT status, finish_reason FROM crawl_jobs")
     assert (status, reason) == ("stopped", "cancelled_429_streak")
     refused = [e for e in web.log("refusing") if e.status == 429]
     assert 3 <= len(refused) <= 4

@@ -24,8 +24,8 @@ from crawler import exitcodes
 from crawler.control.site_audit import LoggedRequest as AuditedRequest
 from crawler.control.site_audit import max_in_flight
 from crawler.redis.keys import delete_matching
-from tests.conftest import REDIS_URL, _fresh_database
 from tests.api_server import migrate
+from tests.conftest import REDIS_URL, _fresh_database
 from tests.helpers import ROOT, Database, crawl_environment, crawl_keys, finish_all, start_crawl
 from tests.testweb import TestWeb
 from tests.testweb.control import LoggedRequest
@@ -71,26 +71,50 @@ def _worker_running(database: Database, job: str) -> bool:
         return False
 
 
-def test_operators_pause_a_domain_seed_a_url_and_cancel_the_job(web: TestWeb, database: Database, tmp_path: Path) -> None:
+def test_operators_pause_a_domain_seed_a_url_and_cancel_the_job(
+    web: TestWeb, database: Database, tmp_path: Path
+) -> None:
     web.clear()
     steered, inbox = _host(web, "steered"), _host(web, "inbox")
-    settings = {"CRAWLER_DEFAULT_DELAY": "0.2", "CRAWLER_HEARTBEAT_SECONDS": "0.5", "CRAWLER_CONTROL_POLL_SECONDS": "0.2"}
+    settings = {
+        "CRAWLER_DEFAULT_DELAY": "0.2",
+        "CRAWLER_HEARTBEAT_SECONDS": "0.5",
+        "CRAWLER_CONTROL_POLL_SECONDS": "0.2",
+    }
     log = tmp_path / "crawl.log"
     worker = start_crawl("links", database, log, url=web.url("steered"), job_id="steered", settings=settings)
     try:
         _wait_for(lambda: _worker_running(database, "steered") and len(web.log("steered")) >= 3, what="the crawl")
-        database.query("INSERT INTO domain_controls (domain, paused, updated_by, updated_at) VALUES (?, TRUE, 'test', ?) RETURNING domain", (steered, _now()))
-        database.query("INSERT INTO frontier_inbox (url, added_by, added_at) VALUES (?, 'test', ?) RETURNING id", (web.url("inbox", "/p/1"), _now()))
+        database.query(
+            "INSERT INTO domain_controls (domain, paused, updated_by, updated_at) VALUES (?, TRUE, 'test', ?) RETURNING domain",
+            (steered, _now()),
+        )
+        database.query(
+            "INSERT INTO frontier_inbox (url, added_by, added_at) VALUES (?, 'test', ?) RETURNING id",
+            (web.url("inbox", "/p/1"), _now()),
+        )
         _wait_for(lambda: "Domain controls applied" in log.read_text(errors="replace"), what="the pause")
         paused_at = time.time()
         _wait_for(lambda: "/p/1" in {e.path for e in web.log("inbox")}, what="the URL from the inbox")
         time.sleep(1.0)
-        sent_while_paused = [e for e in web.log("steered") if e.start > paused_at + 0.3]  # one handed out already may leave
+        sent_while_paused = [
+            e for e in web.log("steered") if e.start > paused_at + 0.3
+        ]  # one handed out already may leave
         assert sent_while_paused == []
-        database.query("UPDATE domain_controls SET reset_requested_at = ? WHERE domain = ? RETURNING domain", (_now(), steered))
-        _wait_for(lambda: f"Pacing of {steered} reset by an operator" in log.read_text(errors="replace"), what="the reset")
-        database.query("INSERT INTO domain_controls (domain, paused, updated_by, updated_at) VALUES ('*', TRUE, 'test', ?) RETURNING domain", (_now(),))
-        _wait_for(lambda: database.query("SELECT state FROM workers WHERE job_id = 'steered'") == [("paused",)], what="the whole crawl's pause")
+        database.query(
+            "UPDATE domain_controls SET reset_requested_at = ? WHERE domain = ? RETURNING domain", (_now(), steered)
+        )
+        _wait_for(
+            lambda: f"Pacing of {steered} reset by an operator" in log.read_text(errors="replace"), what="the reset"
+        )
+        database.query(
+            "INSERT INTO domain_controls (domain, paused, updated_by, updated_at) VALUES ('*', TRUE, 'test', ?) RETURNING domain",
+            (_now(),),
+        )
+        _wait_for(
+            lambda: database.query("SELECT state FROM workers WHERE job_id = 'steered'") == [("paused",)],
+            what="the whole crawl's pause",
+        )
         database.query("UPDATE crawl_jobs SET cancel_requested_at = ? WHERE id = 'steered' RETURNING id", (_now(),))
     finally:
         _finish(worker, log, status=exitcodes.STOPPED)  # a cancelled job
@@ -142,26 +166,37 @@ def overridden_crawl(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> 
     tmp_path = tmp_path_factory.mktemp("overridden")
     crawl_name = f"test-{uuid.uuid4().hex[:12]}"
     settings = {
-        "REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl_name, "CRAWLER_IDLE_CLOSE_SECONDS": "1",
+        "REDIS_URL": REDIS_URL,
+        "CRAWLER_CRAWL_ID": crawl_name,
+        "CRAWLER_IDLE_CLOSE_SECONDS": "1",
         "CRAWLER_DOMAIN_OVERRIDES": json.dumps({web.addresses["overridden"]: {"concurrency": 4, "min_delay": 0.1}}),
-        "CRAWLER_CONTROL_POLL_SECONDS": "0.2", "CRAWLER_HEARTBEAT_SECONDS": "0.2",
+        "CRAWLER_CONTROL_POLL_SECONDS": "0.2",
+        "CRAWLER_HEARTBEAT_SECONDS": "0.2",
         # Handed out ahead of their slots, a lone domain's requests all go to the process that
         # holds its slots already: without the lead, both processes take turns at it.
         "CRAWLER_HANDOUT_LEAD_SECONDS": "0",
-    }  # fmt: skip
+    }
     with _fresh_database("postgresql", tmp_path) as database:
         migrate(database)
-        database.query("INSERT INTO domain_controls (domain, paused, updated_by, updated_at) VALUES ('*', TRUE, 'test', ?) RETURNING domain", (_now(),))
+        database.query(
+            "INSERT INTO domain_controls (domain, paused, updated_by, updated_at) VALUES ('*', TRUE, 'test', ?) RETURNING domain",
+            (_now(),),
+        )
         jobs = [f"overridden-{n}" for n in range(2)]
         logs = [tmp_path / f"{job}.log" for job in jobs]
         workers: list[subprocess.Popen[bytes]] = []
         try:
             for job, log in zip(jobs, logs):
-                workers.append(start_crawl("links", database, log, url=web.url("overridden"), job_id=job, settings=settings))
+                workers.append(
+                    start_crawl("links", database, log, url=web.url("overridden"), job_id=job, settings=settings)
+                )
             _wait_for(
                 lambda: sorted(database.query("SELECT state FROM workers")) == [("paused",), ("paused",)],
                 timeout=120,
-                what=lambda: "both processes paused; their logs: " + " | ".join(log.read_text(errors="replace")[-2000:] for log in logs),
+                what=lambda: (
+                    "both processes paused; their logs: "
+                    + " | ".join(log.read_text(errors="replace")[-2000:] for log in logs)
+                ),
             )
             database.query("DELETE FROM domain_controls WHERE domain = '*' RETURNING domain")
             for worker, log in zip(workers, logs):
@@ -172,13 +207,29 @@ def overridden_crawl(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> 
         rows = database.query("SELECT url, started_at, ended_at, job_id FROM request_log ORDER BY started_at")
         samples = [json.loads(stats) for (stats,) in database.query("SELECT stats FROM stats_samples")]
         audit = subprocess.run(
-            [sys.executable, "-m", "scrapy", "audit", _host(web, "overridden"), "--json", "-s", f"DATABASE_URL={database.url}"],
-            cwd=ROOT, capture_output=True, text=True, timeout=60, env=crawl_environment(),
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "scrapy",
+                "audit",
+                _host(web, "overridden"),
+                "--json",
+                "-s",
+                f"DATABASE_URL={database.url}",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=crawl_environment(),
+        )
     assert audit.returncode == 0, audit.stderr[-3000:]
     yield OverriddenCrawl(
         served=sorted(web.log("overridden"), key=lambda e: e.start),
-        sent=[AuditedRequest(url, started.timestamp(), ended.timestamp(), None, "", None) for url, started, ended, _ in rows],
+        sent=[
+            AuditedRequest(url, started.timestamp(), ended.timestamp(), None, "", None)
+            for url, started, ended, _ in rows
+        ],
         jobs={job for *_, job in rows},
         samples=samples,
         audit=json.loads(audit.stdout),
@@ -189,7 +240,9 @@ def test_an_override_is_obeyed_by_two_shared_processes(overridden_crawl: Overrid
     served, sent = overridden_crawl.served, overridden_crawl.sent
     assert len(served) == len(sent) == 1 + 1 + 40  # robots.txt, / and /p/0 … /p/39 (/private is disallowed)
     assert len(overridden_crawl.jobs) == 2  # both processes sent requests
-    assert any("frontier/lease_reclaimed" in sample for sample in overridden_crawl.samples)  # the shared frontier's figures
+    assert any(
+        "frontier/lease_reclaimed" in sample for sample in overridden_crawl.samples
+    )  # the shared frontier's figures
     # Every start spaced from the one before as the crawler sent them, never over 4 at once.
     assert min(b.started - a.started for a, b in zip(sent, sent[1:])) >= 0.1 - TOLERANCE
     assert max_in_flight(sent)[0] <= 4
@@ -201,7 +254,12 @@ def test_the_audit_counts_what_the_site_saw(overridden_crawl: OverriddenCrawl, w
     audit = overridden_crawl.audit
     assert audit["requests"] == len(overridden_crawl.served)
     assert audit["gaps_under_delay"] == 0 and 2 <= audit["max_in_flight"] <= 4
-    private = {"allowed": False, "rule": "Disallow: /private", "decisions": 1, "example": web.url("overridden", "/private/page")}
+    private = {
+        "allowed": False,
+        "rule": "Disallow: /private",
+        "decisions": 1,
+        "example": web.url("overridden", "/private/page"),
+    }
     assert private in audit["robots"]
 
 

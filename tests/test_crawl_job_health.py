@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-import pytest
 import socket
 from pathlib import Path
+
+import pytest
 
 from crawler import exitcodes
 from tests.helpers import Database, crawl
@@ -25,7 +26,10 @@ def test_a_site_that_refuses_connections_fails_the_job(tmp_path: Path) -> None:
     seeds.write_text("".join(f"http://127.0.0.124:{port}/page/{n}\n" for n in range(30)))
     database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
     crawl(
-        "links", database, seeds_file=str(seeds), status=exitcodes.JOB_FAILED,
+        "links",
+        database,
+        seeds_file=str(seeds),
+        status=exitcodes.JOB_FAILED,
         settings={"ROBOTSTXT_OBEY": "False", "RETRY_TIMES": "0", "CRAWLER_JOB_FAILURE_THRESHOLD": "20"},
     )
     assert database.query("SELECT status, finish_reason FROM crawl_jobs") == [("failed", "failed_consecutive_errors")]

@@ -3,9 +3,10 @@ the main ones with the frontier in the process and shared through Redis."""
 
 from __future__ import annotations
 
-import pytest
 import json
 from collections import Counter
+
+import pytest
 
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
@@ -14,7 +15,9 @@ from tests.testweb.sites import LinksSite
 pytestmark = pytest.mark.integration
 
 
-def _crawl_links(web: TestWeb, database: Database, settings: dict[str, str] | None = None, **arguments: str) -> dict[str, dict]:
+def _crawl_links(
+    web: TestWeb, database: Database, settings: dict[str, str] | None = None, **arguments: str
+) -> dict[str, dict]:
     web.clear()
     crawl("links", database, url=web.url("links"), settings=settings, **arguments)
     return {url.removeprefix(web.base("links")): row for url, row in database.pages().items()}
@@ -24,7 +27,9 @@ def _fetched_paths(web: TestWeb) -> list[str]:
     return [entry.path for entry in web.log("links") if entry.path != "/robots.txt"]
 
 
-def test_reaches_every_page_within_depth_and_fetches_none_twice(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+def test_reaches_every_page_within_depth_and_fetches_none_twice(
+    web: TestWeb, database: Database, frontier: dict[str, str]
+) -> None:
     rows = _crawl_links(web, database, max_depth="3", settings=frontier)
     fetched = _fetched_paths(web)
     answered = [e.path for e in web.log("links") if e.status < 500 and e.path != "/robots.txt"]  # 5xx are retried
@@ -155,7 +160,9 @@ def test_max_pages_counts_pages_fetched(web: TestWeb, database: Database) -> Non
 def test_job_is_recorded(web: TestWeb, database: Database) -> None:
     web.clear()
     crawl("links", database, url=web.url("links"), job_id="job-42", max_depth="1")
-    jobs = database.query("SELECT id, spider, seeds, status, finish_reason, pages_fetched, rows_written FROM crawl_jobs")
+    jobs = database.query(
+        "SELECT id, spider, seeds, status, finish_reason, pages_fetched, rows_written FROM crawl_jobs"
+    )
     assert len(jobs) == 1
     job_id, spider, seeds, status, reason, fetched, written = jobs[0]
     assert (job_id, spider, seeds, status, reason) == ("job-42", "links", web.url("links"), "finished", "finished")

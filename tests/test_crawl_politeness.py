@@ -3,8 +3,9 @@ frontier in the process and shared through Redis."""
 
 from __future__ import annotations
 
-import pytest
 from datetime import UTC, datetime
+
+import pytest
 
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
@@ -26,7 +27,9 @@ def _starts(web: TestWeb, label: str) -> list[float]:
     return sorted(entry.start for entry in web.log(label))
 
 
-def test_crawl_delay_spaces_every_request_including_robots_txt(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+def test_crawl_delay_spaces_every_request_including_robots_txt(
+    web: TestWeb, database: Database, frontier: dict[str, str]
+) -> None:
     web.clear()
     crawl("links", database, url=web.url("delayed"), settings=frontier)
     starts = _starts(web, "delayed")
@@ -45,7 +48,9 @@ def test_a_slow_domain_does_not_slow_another(web: TestWeb, database: Database, f
     assert delayed[-1] - delayed[0] >= 12 * 0.3 - TOLERANCE
 
 
-def test_429_blocks_the_domain_for_retry_after_and_nothing_is_lost(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+def test_429_blocks_the_domain_for_retry_after_and_nothing_is_lost(
+    web: TestWeb, database: Database, frontier: dict[str, str]
+) -> None:
     web.clear()
     crawl("links", database, url=web.url("limited"), settings={**frontier, "CRAWLER_MIN_DELAY": "0"})
     log = sorted(web.log("limited"), key=lambda e: e.start)
@@ -53,7 +58,9 @@ def test_429_blocks_the_domain_for_retry_after_and_nothing_is_lost(web: TestWeb,
     assert refused, "the hidden rate limit was never hit"
     # When the crawler read each 429 (its own request log): requests sent before then were
     # already on their way; every request reaching the site after it waits out Retry-After: 1.
-    known = sorted(_epoch(ended) for ended, in database.query("SELECT ended_at FROM request_log WHERE http_status = 429"))
+    known = sorted(
+        _epoch(ended) for (ended,) in database.query("SELECT ended_at FROM request_log WHERE http_status = 429")
+    )
     assert len(known) == len(refused)
     for entry in refused:
         known_at = min(moment for moment in known if moment >= entry.end - IN_FLIGHT)
@@ -63,7 +70,10 @@ def test_429_blocks_the_domain_for_retry_after_and_nothing_is_lost(web: TestWeb,
     pages = database.pages()
     assert len(pages) == 1 + 40 + 1  # /, every page and the private one
     assert all(row["status"] in ("fetched", "blocked_by_robots") for row in pages.values())
-    (delay, floor), = database.query("SELECT adaptive_delay_seconds, adaptive_delay_floor_seconds FROM domains WHERE domain = ?", (web.url("limited").split("//")[1].rstrip("/"),))  # fmt: skip
+    ((delay, floor),) = database.query(
+        "SELECT adaptive_delay_seconds, adaptive_delay_floor_seconds FROM domains WHERE domain = ?",
+        (web.url("limited").split("//")[1].rstrip("/"),),
+    )
     assert delay > 0
 
 
@@ -73,28 +83,40 @@ def test_learned_delay_is_loaded_by_the_next_run(web: TestWeb, database: Databas
     first = sum(1 for e in web.log("limited") if e.status == 429)
     web.clear()
     # every page due again, so that the second run asks for as much as the first
-    result = crawl("links", database, url=web.url("limited"), job_id="second", settings={**frontier, "CRAWLER_RECRAWL_MIN_INTERVAL": "0"})
+    result = crawl(
+        "links",
+        database,
+        url=web.url("limited"),
+        job_id="second",
+        settings={**frontier, "CRAWLER_RECRAWL_MIN_INTERVAL": "0"},
+    )
     second = sum(1 for e in web.log("limited") if e.status == 429)
     assert "Loaded learned delays of 1 domains" in result.stderr
     assert second <= max(1, first // 4), (first, second)
 
 
-def test_robots_decisions_are_recorded_with_the_matched_rule(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+def test_robots_decisions_are_recorded_with_the_matched_rule(
+    web: TestWeb, database: Database, frontier: dict[str, str]
+) -> None:
     web.clear()
     crawl("links", database, url=web.url("fast"), settings={**frontier, "CRAWLER_ROBOTS_RECORD_ALLOWED": "True"})
     rows = database.pages()
     blocked = rows[web.url("fast", "/private/page")]
-    assert blocked["status"] == "blocked_by_robots" and blocked["error"] == "Forbidden by robots.txt: Disallow: /private"
+    assert (
+        blocked["status"] == "blocked_by_robots" and blocked["error"] == "Forbidden by robots.txt: Disallow: /private"
+    )
     decisions = database.query("SELECT url, allowed, matched_rule FROM robots_decisions")
     by_url = {url: (bool(allowed), rule) for url, allowed, rule in decisions}
     assert by_url[web.url("fast", "/private/page")] == (False, "Disallow: /private")
     assert by_url[web.url("fast", "/p/1")] == (True, "no rule matched")
     assert len(decisions) == len(rows)
-    (status, text), = database.query("SELECT robots_status, robots_txt FROM domains")
+    ((status, text),) = database.query("SELECT robots_status, robots_txt FROM domains")
     assert status == 200 and "Disallow: /private" in text
 
 
-def test_robots_txt_server_error_disallows_everything_for_now(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+def test_robots_txt_server_error_disallows_everything_for_now(
+    web: TestWeb, database: Database, frontier: dict[str, str]
+) -> None:
     web.clear()
     crawl("links", database, url=web.url("robots-503"), settings=frontier)
     (row,) = database.pages().values()
@@ -109,7 +131,9 @@ def test_robots_txt_not_found_allows_everything(web: TestWeb, database: Database
     assert len(rows) == 7 and rows[web.url("robots-404", "/private/page")]["status"] == "error"  # 404 page
 
 
-def test_robots_txt_stored_by_a_job_is_reused_while_valid(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+def test_robots_txt_stored_by_a_job_is_reused_while_valid(
+    web: TestWeb, database: Database, frontier: dict[str, str]
+) -> None:
     web.clear()
     crawl("links", database, url=web.url("fast"), max_pages="3", settings=frontier)
     web.clear()
@@ -117,5 +141,12 @@ def test_robots_txt_stored_by_a_job_is_reused_while_valid(web: TestWeb, database
     assert "Reusing the stored robots.txt of 1 domains" in result.stderr
     assert "/robots.txt" not in [e.path for e in web.log("fast")]
     web.clear()
-    crawl("links", database, url=web.url("fast"), max_pages="3", job_id="expired", settings={**frontier, "CRAWLER_ROBOTS_TTL": "1"})
+    crawl(
+        "links",
+        database,
+        url=web.url("fast"),
+        max_pages="3",
+        job_id="expired",
+        settings={**frontier, "CRAWLER_ROBOTS_TTL": "1"},
+    )
     assert "/robots.txt" in [e.path for e in web.log("fast")]

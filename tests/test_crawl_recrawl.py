@@ -31,7 +31,9 @@ def _stat(stderr: str, name: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def test_budgeted_runs_move_on_through_the_site(web: TestWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_budgeted_runs_move_on_through_the_site(
+    web: TestWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     database = _sqlite(tmp_path)  # storage is not the subject here
     reached: set[str] = set()
     for run in range(5):
@@ -60,8 +62,11 @@ def test_a_recrawl_asks_conditionally_and_keeps_unchanged_pages(
     database = request.getfixturevalue("postgres_database") if backend == "postgresql" else _sqlite(tmp_path)
     frontier = {}
     if shared:
-        frontier = {"REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": request.getfixturevalue("crawl_name"),
-                    "CRAWLER_IDLE_CLOSE_SECONDS": "0.5"}  # fmt: skip
+        frontier = {
+            "REDIS_URL": REDIS_URL,
+            "CRAWLER_CRAWL_ID": request.getfixturevalue("crawl_name"),
+            "CRAWLER_IDLE_CLOSE_SECONDS": "0.5",
+        }
     web.clear()
     crawl("links", database, url=web.url("validated"), settings=frontier)
     first = database.pages()
@@ -69,8 +74,14 @@ def test_a_recrawl_asks_conditionally_and_keeps_unchanged_pages(
     assert len(pages) == 31 and all(first[url]["etag"] for url in pages)
 
     web.clear()
-    result = crawl("links", database, url=web.url("validated"), max_pages="5", job_id="again",
-                   settings={**frontier, "CRAWLER_RECRAWL_MIN_INTERVAL": "0"})  # fmt: skip
+    result = crawl(
+        "links",
+        database,
+        url=web.url("validated"),
+        max_pages="5",
+        job_id="again",
+        settings={**frontier, "CRAWLER_RECRAWL_MIN_INTERVAL": "0"},
+    )
     answers = [e.status for e in web.log("validated") if e.path != "/robots.txt"]
     # every page was asked for again, and a 304 does not use the budget of 5 downloads
     assert sorted(answers) == [304] * 31, answers
@@ -81,7 +92,9 @@ def test_a_recrawl_asks_conditionally_and_keeps_unchanged_pages(
         assert (row["status"], row["http_status"], row["job_id"]) == ("unchanged", 304, "again")
         for column in ("title", "text", "body", "links", "content_hash", "etag"):
             assert row[column] == first[url][column], (url, column)
-    (visits, changes), = {tuple(r) for r in database.query("SELECT visit_count, change_count FROM pages WHERE status = 'unchanged'")}
+    ((visits, changes),) = {
+        tuple(r) for r in database.query("SELECT visit_count, change_count FROM pages WHERE status = 'unchanged'")
+    }
     assert (visits, changes) == (1, 0)
 
 
@@ -102,7 +115,7 @@ def test_pages_not_due_are_not_requested_and_their_stored_links_are_followed(web
         links = json.loads(rows[url]["links"])
         assert links and rows[url]["text"]
     # by default only refusals are written (/private/page, linked from the home page)
-    assert {bool(allowed) for allowed, in database.query("SELECT allowed FROM robots_decisions")} == {False}
+    assert {bool(allowed) for (allowed,) in database.query("SELECT allowed FROM robots_decisions")} == {False}
 
 
 def test_stored_links_are_the_followed_ones(web: TestWeb, tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ Asserted from the server's own request log and the rows."""
 
 from __future__ import annotations
 
-import pytest
 import random
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import redis
 
 from tests.conftest import REDIS_URL
@@ -44,7 +44,9 @@ def _rows_by_path(database: Database, web: TestWeb, label: str) -> dict[str, dic
     return {url.removeprefix(web.base(label)): row for url, row in database.pages().items()}
 
 
-def test_the_same_command_three_times_is_one_polite_crawl(web: TestWeb, database: Database, crawl_name: str, tmp_path: Path) -> None:
+def test_the_same_command_three_times_is_one_polite_crawl(
+    web: TestWeb, database: Database, crawl_name: str, tmp_path: Path
+) -> None:
     web.clear()
     logs = [tmp_path / f"worker-{n}.log" for n in range(3)]
     workers = [start_crawl("links", database, log, url=web.url("shared"), settings=_shared(crawl_name)) for log in logs]
@@ -65,7 +67,9 @@ def test_the_same_command_three_times_is_one_polite_crawl(web: TestWeb, database
     assert not list(redis.Redis.from_url(REDIS_URL).scan_iter(match=f"{crawl_keys(crawl_name)}:*"))  # complete: cleared
 
 
-def test_workers_killed_at_five_random_moments_lose_nothing(web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path) -> None:
+def test_workers_killed_at_five_random_moments_lose_nothing(
+    web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path
+) -> None:
     seed = random.randrange(1_000_000)
     rng = random.Random(seed)
     web.clear()
@@ -110,7 +114,9 @@ def test_workers_killed_at_five_random_moments_lose_nothing(web: TestWeb, postgr
     assert duplicates <= sum(leases_at_kills), (seed, duplicates, leases_at_kills)
 
 
-def test_redis_away_for_a_while_pauses_the_workers_and_loses_nothing(web: TestWeb, database: Database, crawl_name: str, tmp_path: Path) -> None:
+def test_redis_away_for_a_while_pauses_the_workers_and_loses_nothing(
+    web: TestWeb, database: Database, crawl_name: str, tmp_path: Path
+) -> None:
     server = ThrowawayRedis(tmp_path / "redis")
     server.start()
     try:
@@ -152,10 +158,16 @@ def _scrapy(*args: str, redis_url: str = REDIS_URL) -> str:
     return result.stdout
 
 
-def test_seeds_pushed_into_a_crawl_whose_worker_started_without_any(web: TestWeb, database: Database, crawl_name: str, tmp_path: Path) -> None:
+def test_seeds_pushed_into_a_crawl_whose_worker_started_without_any(
+    web: TestWeb, database: Database, crawl_name: str, tmp_path: Path
+) -> None:
     web.clear()
-    assert f"crawl {crawl_name}: 1 seeds queued, 0 already seen" in _scrapy("seed", "links", web.url("fast"), "--crawl", crawl_name)
-    assert f"crawl {crawl_name}: 0 seeds queued, 1 already seen" in _scrapy("seed", "links", web.url("fast"), "--crawl", crawl_name)
+    assert f"crawl {crawl_name}: 1 seeds queued, 0 already seen" in _scrapy(
+        "seed", "links", web.url("fast"), "--crawl", crawl_name
+    )
+    assert f"crawl {crawl_name}: 0 seeds queued, 1 already seen" in _scrapy(
+        "seed", "links", web.url("fast"), "--crawl", crawl_name
+    )
     shown = _scrapy("frontier", crawl_name)
     assert f"crawl {crawl_name}: 1 queued, 0 waiting to retry, 0 leased" in shown
     domain = web.url("fast").split("//")[1].rstrip("/")
@@ -163,20 +175,26 @@ def test_seeds_pushed_into_a_crawl_whose_worker_started_without_any(web: TestWeb
     assert row[1] == "1"  # one queued request for the domain
     assert f"{crawl_name}: 1 queued" in _scrapy("frontier")
     log = tmp_path / "worker.log"
-    worker = start_crawl("links", database, log, settings={"REDIS_URL": REDIS_URL, "CRAWLER_IDLE_CLOSE_SECONDS": "3"}, crawl=crawl_name)
+    worker = start_crawl(
+        "links", database, log, settings={"REDIS_URL": REDIS_URL, "CRAWLER_IDLE_CLOSE_SECONDS": "3"}, crawl=crawl_name
+    )
     _finish([worker], [log])
     assert len(database.pages()) == 42  # the seed's site is in the worker's scope
     assert crawl_name not in _scrapy("frontier")  # complete, and cleared
 
 
-def test_an_unreadable_request_in_the_frontier_becomes_an_error_row(web: TestWeb, database: Database, crawl_name: str, tmp_path: Path) -> None:
+def test_an_unreadable_request_in_the_frontier_becomes_an_error_row(
+    web: TestWeb, database: Database, crawl_name: str, tmp_path: Path
+) -> None:
     client = redis.Redis.from_url(REDIS_URL)
     url = web.url("fast", "/p/1")
     assert "1 seeds queued" in _scrapy("seed", "links", url, "--crawl", crawl_name)
     (key,) = list(client.scan_iter(match=f"{crawl_keys(crawl_name)}:q:*"))
     client.lset(key, 0, url.encode() + b"\t{not json")  # what a bad writer could leave
     log = tmp_path / "worker.log"
-    worker = start_crawl("links", database, log, settings={"REDIS_URL": REDIS_URL, "CRAWLER_IDLE_CLOSE_SECONDS": "1"}, crawl=crawl_name)
+    worker = start_crawl(
+        "links", database, log, settings={"REDIS_URL": REDIS_URL, "CRAWLER_IDLE_CLOSE_SECONDS": "1"}, crawl=crawl_name
+    )
     (output,) = _finish([worker], [log])
     assert "Dropping an unreadable request from the shared frontier" in output
     row = database.pages()[url]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
 from collections import Counter
 from datetime import datetime
+
+import pytest
 
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
@@ -13,7 +14,14 @@ from tests.testweb.sites import FallbackSitemapSite, IndexFallbackSite, SitemapS
 pytestmark = pytest.mark.integration
 
 
-def _crawl_sitemap(web: TestWeb, database: Database, label: str, path: str = "/", settings: dict[str, str] | None = None, **arguments: str) -> dict[str, dict]:
+def _crawl_sitemap(
+    web: TestWeb,
+    database: Database,
+    label: str,
+    path: str = "/",
+    settings: dict[str, str] | None = None,
+    **arguments: str,
+) -> dict[str, dict]:
     web.clear()
     crawl("sitemap", database, url=web.url(label, path), settings=settings, **arguments)
     return {url.removeprefix(web.base(label)): row for url, row in database.pages().items()}
@@ -23,7 +31,9 @@ def _pages(rows: dict[str, dict]) -> set[str]:
     return {path for path, row in rows.items() if row["discovered_via"] in ("sitemap", "seed")}
 
 
-def test_robots_sitemap_index_finds_exactly_the_listed_urls(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+def test_robots_sitemap_index_finds_exactly_the_listed_urls(
+    web: TestWeb, database: Database, frontier: dict[str, str]
+) -> None:
     # with a shared frontier too: discovery stays in its process, the pages are shared
     rows = _crawl_sitemap(web, database, "sitemaps", settings=frontier)
     assert _pages(rows) == set(SitemapSite.LISTED)

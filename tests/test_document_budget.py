@@ -92,7 +92,9 @@ def test_nesting_depth_is_the_deepest_open_element_however_the_document_is_read(
 
 def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning() -> None:
     workers = DocumentWorkers(threads=1, timeout=0.3, max_depth=0)
-    nested = "<div>" * 40_000 + "</div>" * 40_000  # about 2 s of lexbor's time (0.3 s at 15,000: its cost grows as the square)
+    nested = (
+        "<div>" * 40_000 + "</div>" * 40_000
+    )  # about 2 s of lexbor's time (0.3 s at 15,000: its cost grows as the square)
 
     async def parse_while_ticking() -> float:
         worst, last = 0.0, time.monotonic()

@@ -12,13 +12,14 @@ from scrapy.extensions.remote_control import RemoteControl
 from scrapy.utils.test import get_crawler
 from twisted.internet.error import DNSLookupError
 from twisted.internet.testing import StringTransport
-from twisted.web._newclient import HTTPClientParser, Request as TxRequest
+from twisted.web._newclient import HTTPClientParser
+from twisted.web._newclient import Request as TxRequest
 from twisted.web.http_headers import Headers
 
-from crawler.http.header_limits import BoundedHTTPClientParser, HeaderLimits, HeadersTooLarge
-from crawler.http.sniff import BINARY_SHARE, SNIFF_BYTES, binary_kind
 from crawler.guard import AddressPolicy, parse_networks
 from crawler.guard.resolver import GuardedResolver
+from crawler.http.header_limits import BoundedHTTPClientParser, HeaderLimits, HeadersTooLarge
+from crawler.http.sniff import BINARY_SHARE, SNIFF_BYTES, binary_kind
 from tests.helpers import project_settings
 
 
@@ -114,7 +115,9 @@ def test_the_resolver_refuses_what_a_name_resolves_to_and_remembers_why() -> Non
     assert resolver._check("93.184.215.14", "www.example.com") == "93.184.215.14"
     assert resolver._check("10.1.2.3", "wiki.example.com") == "10.1.2.3"  # an allowed network
     assert resolver._check("192.168.1.1", "intranet.example") == "192.168.1.1"  # a seed
-    with pytest.raises(DNSLookupError, match="rebind.example resolves to 169.254.169.254; 169.254.169.254 is a cloud metadata address"):
+    with pytest.raises(
+        DNSLookupError, match="rebind.example resolves to 169.254.169.254; 169.254.169.254 is a cloud metadata address"
+    ):
         resolver._check("169.254.169.254", "rebind.example")
     assert resolver.refusals["rebind.example"].category == "metadata"
 

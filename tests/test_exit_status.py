@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from scrapy.utils.project import get_project_settings
 
 from crawler import exitcodes
@@ -24,7 +23,9 @@ LIMIT = 60
 def _run(command: list[str]) -> tuple[subprocess.CompletedProcess[str], float]:
     start = time.monotonic()
     try:
-        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=LIMIT, env=crawl_environment())
+        result = subprocess.run(
+            command, cwd=ROOT, capture_output=True, text=True, timeout=LIMIT, env=crawl_environment()
+        )
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(f"not ended within {LIMIT} s:\n{(exc.stderr or b'')[-3000:]!r}") from None
     return result, time.monotonic() - start
@@ -37,7 +38,9 @@ def _error_lines(stderr: str) -> list[str]:
 @pytest.mark.integration
 def test_database_on_a_dead_port_ends_at_the_connect_timeout(web: TestWeb) -> None:
     database = Database(f"postgresql://postgres@127.0.0.1:{free_port()}/crawl")
-    result, took = _run(crawl_command("links", database, url=web.url("links"), settings={"CRAWLER_STORAGE_CONNECT_TIMEOUT": "2"}))
+    result, took = _run(
+        crawl_command("links", database, url=web.url("links"), settings={"CRAWLER_STORAGE_CONNECT_TIMEOUT": "2"})
+    )
     assert result.returncode == exitcodes.DATABASE_UNREACHABLE, result.stderr[-3000:]
     assert took < LIMIT
     (reason,) = _error_lines(result.stderr)
@@ -70,10 +73,22 @@ def test_every_seed_unreachable_is_an_error_row_and_its_own_status(tmp_path: Pat
 
 
 @pytest.mark.integration
-def test_a_second_run_of_the_same_crawl_stops_at_once(web: TestWeb, postgres_database: Database, tmp_path: Path) -> None:
-    first = start_crawl("links", postgres_database, tmp_path / "first.log", url=web.url("killable"), settings={"CRAWLER_DEFAULT_DELAY": "0.1"})
+def test_a_second_run_of_the_same_crawl_stops_at_once(
+    web: TestWeb, postgres_database: Database, tmp_path: Path
+) -> None:
+    first = start_crawl(
+        "links",
+        postgres_database,
+        tmp_path / "first.log",
+        url=web.url("killable"),
+        settings={"CRAWLER_DEFAULT_DELAY": "0.1"},
+    )
     try:
-        wait_until(lambda: _table_has_rows(postgres_database, "crawl_locks") or first.poll() is not None, LIMIT, "the first run's lock")
+        wait_until(
+            lambda: _table_has_rows(postgres_database, "crawl_locks") or first.poll() is not None,
+            LIMIT,
+            "the first run's lock",
+        )
         assert first.poll() is None, (tmp_path / "first.log").read_text()[-3000:]
         result, _ = _run(crawl_command("links", postgres_database, url=web.url("killable")))
         assert result.returncode == exitcodes.ALREADY_RUNNING, result.stderr[-3000:]
@@ -120,7 +135,16 @@ def test_a_usage_error_is_one_line_and_status_2() -> None:
 @pytest.mark.integration
 def test_crawl_script_takes_options_without_a_spider(web: TestWeb, tmp_path: Path) -> None:
     database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
-    command = [str(ROOT / "crawl"), web.url("links"), "-a", "max_pages=3", "-s", f"DATABASE_URL={database.url}", "-s", "CRAWLER_DEFAULT_DELAY=0"]
+    command = [
+        str(ROOT / "crawl"),
+        web.url("links"),
+        "-a",
+        "max_pages=3",
+        "-s",
+        f"DATABASE_URL={database.url}",
+        "-s",
+        "CRAWLER_DEFAULT_DELAY=0",
+    ]
     result, _ = _run(command)
     assert result.returncode == exitcodes.FINISHED, result.stderr[-3000:]
     assert len(database.pages()) == 3

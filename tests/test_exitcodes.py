@@ -40,16 +40,33 @@ def test_exit_status_of_each_close_reason(reason: str | None, unsaved_rows: int,
 
 
 def test_statuses_are_distinct() -> None:
-    codes = [exitcodes.FINISHED, exitcodes.BOOTSTRAP_FAILED, exitcodes.USAGE, exitcodes.DATABASE_UNREACHABLE, exitcodes.DATABASE_REFUSED,
-             exitcodes.JOB_FAILED, exitcodes.SEEDS_UNREACHABLE, exitcodes.ALREADY_RUNNING, exitcodes.STOPPED]  # fmt: skip
+    codes = [
+        exitcodes.FINISHED,
+        exitcodes.BOOTSTRAP_FAILED,
+        exitcodes.USAGE,
+        exitcodes.DATABASE_UNREACHABLE,
+        exitcodes.DATABASE_REFUSED,
+        exitcodes.JOB_FAILED,
+        exitcodes.SEEDS_UNREACHABLE,
+        exitcodes.ALREADY_RUNNING,
+        exitcodes.STOPPED,
+    ]
     assert len(set(codes)) == len(codes)
 
 
 def test_a_scraped_item_is_logged_by_status_and_url_only() -> None:
     crawler = get_crawler(LinksSpider)
     formatter = BriefLogFormatter.from_crawler(crawler)
-    item = PageItem(url="https://e.example/a", url_hash="h", surt_key="s", domain="e.example", status="fetched",
-                    crawled_at=datetime.now(UTC), text="page text " * 1000, body=b"<html>" * 1000)  # fmt: skip
+    item = PageItem(
+        url="https://e.example/a",
+        url_hash="h",
+        surt_key="s",
+        domain="e.example",
+        status="fetched",
+        crawled_at=datetime.now(UTC),
+        text="page text " * 1000,
+        body=b"<html>" * 1000,
+    )
     spider = LinksSpider(url="https://e.example/")
     spider.crawler = crawler
     entries = {

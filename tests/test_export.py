@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import asyncio
 import csv
 import io
@@ -11,11 +10,13 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 
+import pytest
+
 from crawler.identity import surt_key, url_hash
 from crawler.items import PageItem
-from crawler.storage.rows import page_row
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch
+from crawler.storage.rows import page_row
 from tests.helpers import ROOT, Database, crawl_environment
 
 pytestmark = pytest.mark.integration
@@ -33,31 +34,63 @@ def _store(database: Database, pages: list[PageItem]) -> None:
 
 def _page(url: str, status: str, job: str, **fields: object) -> PageItem:
     domain = url.split("/")[2]
-    return PageItem(url=url, url_hash=url_hash(url), surt_key=surt_key(url), domain=domain, status=status,
-                    crawled_at=datetime.now(UTC), job_id=job, body=b"<html>", **fields)  # fmt: skip
+    return PageItem(
+        url=url,
+        url_hash=url_hash(url),
+        surt_key=surt_key(url),
+        domain=domain,
+        status=status,
+        crawled_at=datetime.now(UTC),
+        job_id=job,
+        body=b"<html>",
+        **fields,
+    )
 
 
 def _export(database: Database, *options: str) -> str:
     result = subprocess.run(
         [sys.executable, "-m", "scrapy", "export", "-s", f"DATABASE_URL={database.url}", *options],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, env=crawl_environment(),
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=crawl_environment(),
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
 def test_export_filters_rows_and_writes_json_lines_and_csv(database: Database) -> None:
-    _store(database, [
-        _page("https://a.example/", "fetched", "j1", http_status=200, title="Home"),
-        _page("https://a.example/down", "error", "j1", error="HTTP 503", http_status=503),
-        _page("https://b.example/", "error", "j2", error="connection refused while fetching robots.txt"),
-    ])  # fmt: skip
+    _store(
+        database,
+        [
+            _page("https://a.example/", "fetched", "j1", http_status=200, title="Home"),
+            _page("https://a.example/down", "error", "j1", error="HTTP 503", http_status=503),
+            _page("https://b.example/", "error", "j2", error="connection refused while fetching robots.txt"),
+        ],
+    )
     errors = [json.loads(line) for line in _export(database, "--status", "error").splitlines()]
     assert {row["url"]: row["error"] for row in errors} == {
         "https://a.example/down": "HTTP 503",
         "https://b.example/": "connection refused while fetching robots.txt",
     }
     assert "body" not in errors[0]
-    rows = list(csv.reader(io.StringIO(_export(database, "--format", "csv", "--domain", "a.example", "--job", "j1", "--columns", "url,status,http_status"))))
+    rows = list(
+        csv.reader(
+            io.StringIO(
+                _export(
+                    database,
+                    "--format",
+                    "csv",
+                    "--domain",
+                    "a.example",
+                    "--job",
+                    "j1",
+                    "--columns",
+                    "url,status,http_status",
+                )
+            )
+        )
+    )
     assert rows[0] == ["url", "status", "http_status"]
     assert sorted(rows[1:]) == [["https://a.example/", "fetched", "200"], ["https://a.example/down", "error", "503"]]

@@ -107,14 +107,13 @@ def test_any_text_extracts_without_error(html: str) -> None:
     assert all(link.startswith("http") for link in page.links)
 
 
-
 def test_invisible_parts_inside_one_another_are_left_out() -> None:
     html = (
         "<html><head><style>h</style><script>s</script></head><body>"
         "<noscript><script>a</script><p>b</p><svg><style>c</style></svg></noscript>"
         "<svg><text>d</text><foreignObject><div>e</div><template><p>f</p></template></foreignObject></svg>"
         "<div>one<b>word</b></div><template><script>g</script></template><li>two</li><br>three</body></html>"
-    )  # fmt: skip
+    )
     assert extract_page(html, "http://s.example/", normalize_url).text == "oneword two three"
 
 
@@ -128,5 +127,7 @@ def test_invisible_parts_inside_one_another_are_left_out() -> None:
     ],
 )
 def test_an_attribute_without_a_value_is_there_and_empty(head: str, field: str, expected: object) -> None:
-    page = extract_page(f"<html><head>{head}</head><body><a href=p>p</a></body></html>", "http://s.example/a/", normalize_url)
+    page = extract_page(
+        f"<html><head>{head}</head><body><a href=p>p</a></body></html>", "http://s.example/a/", normalize_url
+    )
     assert getattr(page, field) == expected

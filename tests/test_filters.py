@@ -30,7 +30,9 @@ def test_content_type_lists(media_type, accept, reject, allowed) -> None:
 
 def _headers_received(headers: dict[str, str], **meta: object) -> bool:
     """Whether the filter stops the download when these headers arrive."""
-    crawler = get_crawler(settings_dict={"CRAWLER_ACCEPT_CONTENT_TYPES": ["text/*"], "CRAWLER_REJECT_CONTENT_TYPES": []})
+    crawler = get_crawler(
+        settings_dict={"CRAWLER_ACCEPT_CONTENT_TYPES": ["text/*"], "CRAWLER_REJECT_CONTENT_TYPES": []}
+    )
     middleware = build_from_crawler(ContentTypeFilterMiddleware, crawler)
     try:
         middleware.headers_received(Headers(headers), 1000, Request("http://127.0.0.1/x", meta=meta), spider=None)

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler.frontier.priority import HIGH, LOW, MEDIUM, priority_level, request_priority
-from crawler.scope.scope_local import Scope
-from crawler.identity import host_of, site_of
 from crawler.frontier.seeds import parse_seeds
+from crawler.identity import host_of, site_of
+from crawler.scope.scope_local import Scope
 from crawler.sitemaps.discovery import Discovery, Phase, SeedKind, fallback_sitemap_urls, robots_url, seed_kind
 
 
@@ -107,7 +107,27 @@ def test_discovery_stops_once_a_sitemap_lists_urls() -> None:
     assert discovery.phase is Phase.ROBOTS and discovery.found == 12
 
 
-AUTHORITY_PARTS = ["www.", "Example.COM", "h", ":", "8080", "@", "user", "[", "]", "::1", "\\", " ", "\t", "\n", "é", "%41", "\u2100", "\uff0f", "\xa0"]
+AUTHORITY_PARTS = [
+    "www.",
+    "Example.COM",
+    "h",
+    ":",
+    "8080",
+    "@",
+    "user",
+    "[",
+    "]",
+    "::1",
+    "\\",
+    " ",
+    "\t",
+    "\n",
+    "é",
+    "%41",
+    "\u2100",
+    "\uff0f",
+    "\xa0",
+]
 URLS = st.tuples(
     st.sampled_from(["http", "https", "HTTPS", "ftp", "", "h ttp"]),
     st.sampled_from(["://", ":/", ":", "//", ""]),

@@ -37,7 +37,12 @@ def test_a_plain_request_comes_back_whole(spider: PageSpider) -> None:
         body=b"x=1",
         headers={"Referer": "http://a.example/"},
         cookies={"session": "1"},
-        meta={"depth": 2, "redirect_urls": ["http://a.example/old"], "lastmod": datetime(2026, 1, 2), "nested": {"a": (1, 2)}},
+        meta={
+            "depth": 2,
+            "redirect_urls": ["http://a.example/old"],
+            "lastmod": datetime(2026, 1, 2),
+            "nested": {"a": (1, 2)},
+        },
         cb_kwargs={"kind": "page"},
         priority=7,
         dont_filter=True,
@@ -68,7 +73,13 @@ def test_a_request_subclass_keeps_its_class(spider: PageSpider) -> None:
         lambda spider: Request("http://a.example/", callback=PageSpider(name="other").parse_page),
         lambda spider: LabelledRequest("http://a.example/", label="seed"),
     ],
-    ids=["object in meta", "non-string key", "lambda callback", "another spider's method", "a subclass of the project's"],
+    ids=[
+        "object in meta",
+        "non-string key",
+        "lambda callback",
+        "another spider's method",
+        "a subclass of the project's",
+    ],
 )
 def test_any_other_request_stays_the_same_object(spider: PageSpider, request_factory) -> None:
     queue = CompactFifoMemoryQueue(spider)
@@ -98,7 +109,13 @@ def test_queued_requests_are_not_tracked_by_the_garbage_collector(spider: PageSp
     gc.collect()
     before = len(gc.get_objects())
     for n in range(10_000):
-        queue.push(Request(f"http://site{n % 100}.example/page/{n}", meta={"depth": 3, "referrer": "http://x.example/"}, priority=-3))
+        queue.push(
+            Request(
+                f"http://site{n % 100}.example/page/{n}",
+                meta={"depth": 3, "referrer": "http://x.example/"},
+                priority=-3,
+            )
+        )
     gc.collect()
     assert len(gc.get_objects()) - before < 1_000  # as Request objects: over 20,000
     assert len(queue) == 10_000 and queue.pop().url == "http://site0.example/page/0"

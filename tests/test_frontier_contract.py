@@ -103,7 +103,9 @@ def make(request: pytest.FixtureRequest, clock: FakeClock):
         policy = PolicyConfig(**{"default_delay": 1.0, **config})
         if request.param == "local":
             return LocalFrontier(clock, policy)
-        return RedisFrontier(clock, policy, request.getfixturevalue("redis_client"), request.getfixturevalue("crawl_name"))
+        return RedisFrontier(
+            clock, policy, request.getfixturevalue("redis_client"), request.getfixturevalue("crawl_name")
+        )
 
     return build
 

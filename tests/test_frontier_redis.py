@@ -10,9 +10,9 @@ import pytest
 import redis
 from scrapy.utils.test import get_crawler
 
-from crawler.politeness.policy import Policy, PolicyConfig
-from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.frontier.queue_redis import RedisFrontierQueue
+from crawler.politeness.limiter_redis import RedisDomainLimiter
+from crawler.politeness.policy import Policy, PolicyConfig
 from crawler.redis.store import FrontierConfig, FrontierStore
 from crawler.services import CrawlServices
 from tests.helpers import FakeClock, PageSpider, crawl_keys, project_settings
@@ -98,7 +98,7 @@ def test_two_processes_never_share_a_slot(redis_client: redis.Redis, crawl_name:
     for n in range(10):
         _push(one, f"http://a/{n}")
     starts = []
-    for step in range(40):
+    for _ in range(40):
         for process in (one, two):
             url = _popped_url(process)
             if url is not None:
@@ -109,7 +109,9 @@ def test_two_processes_never_share_a_slot(redis_client: redis.Redis, crawl_name:
     assert min(b - a for a, b in zip(starts, starts[1:])) >= 1.0
 
 
-def test_concurrency_is_counted_across_processes_and_freed_by_finish(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
+def test_concurrency_is_counted_across_processes_and_freed_by_finish(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
     one = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
     two = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
     for n in range(4):
@@ -168,7 +170,9 @@ def test_released_leases_come_back_at_once(frontier: FrontierStore, clock: FakeC
     assert _popped_url(frontier) == "http://a/0"
 
 
-def test_robots_txt_is_fetched_once_for_all_processes(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
+def test_robots_txt_is_fetched_once_for_all_processes(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
     one = _frontier(redis_client, crawl_name, clock, robots=True)
     two = _frontier(redis_client, crawl_name, clock, robots=True)
     _push(one, "http://a/0")
@@ -192,7 +196,9 @@ def test_separate_crawls_do_not_see_each_other(redis_client: redis.Redis, crawl_
         other.clear()
 
 
-def test_a_429_seen_by_one_process_blocks_the_domain_for_all(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
+def test_a_429_seen_by_one_process_blocks_the_domain_for_all(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
     frontier_one = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
     frontier_two = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
     policy = Policy(PolicyConfig(default_delay=0.0))
@@ -221,7 +227,9 @@ def test_a_request_is_marked_seen_in_the_step_that_queues_it(frontier: FrontierS
     assert frontier.client.sismember(seen[1], seen[2])
 
 
-def test_a_paced_domain_waits_until_its_request_has_left(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
+def test_a_paced_domain_waits_until_its_request_has_left(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
     one, two = _frontier(redis_client, crawl_name, clock), _frontier(redis_client, crawl_name, clock)
     for n in range(4):
         _push(one, f"http://a/{n}")
@@ -243,7 +251,9 @@ def test_a_paced_domain_waits_until_its_request_has_left(redis_client: redis.Red
     assert two.pop().kind == "request"
 
 
-def test_a_request_that_keeps_coming_back_becomes_a_dead_letter(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
+def test_a_request_that_keeps_coming_back_becomes_a_dead_letter(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
     frontier = _frontier(redis_client, crawl_name, clock, max_deliveries=3)
     _push(frontier, "http://a/0")
     for delivery in range(3):
@@ -261,7 +271,9 @@ def test_a_request_that_keeps_coming_back_becomes_a_dead_letter(redis_client: re
     assert frontier.sizes().dead == 1 and frontier.sizes().empty
 
 
-def test_requests_given_back_unstarted_or_acknowledged_do_not_count_towards_the_cap(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
+def test_requests_given_back_unstarted_or_acknowledged_do_not_count_towards_the_cap(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
     frontier = _frontier(redis_client, crawl_name, clock, max_deliveries=2)
     _push(frontier, "http://a/0")
     for _ in range(3):
@@ -291,7 +303,9 @@ def test_a_pop_before_the_frontier_may_have_work_asks_the_engine_again_then() ->
     # The engine can be woken before then (a wake-up due sooner is the one kept): the pop it
     # makes, too early to ask Redis, must leave a wake-up for when it is time, or the engine
     # waits for its own heartbeat, 5 s.
-    crawler = get_crawler(PageSpider, project_settings(REDIS_URL="redis://127.0.0.1:6379/0", CRAWLER_CRAWL_ID="wake-up"))
+    crawler = get_crawler(
+        PageSpider, project_settings(REDIS_URL="redis://127.0.0.1:6379/0", CRAWLER_CRAWL_ID="wake-up")
+    )
     spider = PageSpider.from_crawler(crawler)
     queue = RedisFrontierQueue(CrawlServices.of(crawler).redis.client, spider, "crawler:{wake-up}")  # type: ignore[union-attr]
     queue._pop_after = time.monotonic() + 1.0  # the frontier said: nothing before a second from now

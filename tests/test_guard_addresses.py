@@ -19,11 +19,23 @@ LOOPBACK_21 = IPv4Address("127.0.0.21")
 @pytest.mark.parametrize(
     "host",
     [
-        "127.0.0.21", "2130706453", "0x7f000015", "0X7F000015", "0177.0.0.21", "0177.0.0.025",
-        "127.21", "127.0.21", "0x7f.21", "0x7f.0.0.0x15", "127.0.0.21.", "[::ffff:127.0.0.21]",
-        "[::ffff:7f00:15]", "[0:0:0:0:0:ffff:127.0.0.21]", "[::FFFF:127.0.0.21]",
+        "127.0.0.21",
+        "2130706453",
+        "0x7f000015",
+        "0X7F000015",
+        "0177.0.0.21",
+        "0177.0.0.025",
+        "127.21",
+        "127.0.21",
+        "0x7f.21",
+        "0x7f.0.0.0x15",
+        "127.0.0.21.",
+        "[::ffff:127.0.0.21]",
+        "[::ffff:7f00:15]",
+        "[0:0:0:0:0:ffff:127.0.0.21]",
+        "[::FFFF:127.0.0.21]",
     ],
-)  # fmt: skip
+)
 def test_every_spelling_of_an_address_is_read_as_that_address(host: str) -> None:
     address = literal_address(host)
     assert address is not None
@@ -33,7 +45,23 @@ def test_every_spelling_of_an_address_is_read_as_that_address(host: str) -> None
     assert found is not None and found.category == "loopback" and "127.0.0.21" in found.reason
 
 
-@pytest.mark.parametrize("host", ["example.com", "localhost", "127.0.0.1.example", "0x", "08", "1..2", "1.2.3.4.5", "1.2.3.256", "4294967296", "", "[::1", "xn--e1afmkfd"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "example.com",
+        "localhost",
+        "127.0.0.1.example",
+        "0x",
+        "08",
+        "1..2",
+        "1.2.3.4.5",
+        "1.2.3.256",
+        "4294967296",
+        "",
+        "[::1",
+        "xn--e1afmkfd",
+    ],
+)
 def test_names_and_invalid_numbers_are_not_literal_addresses(host: str) -> None:
     assert literal_address(host) is None
 
@@ -59,23 +87,48 @@ def test_every_ipv4_address_as_a_decimal_and_a_hex_number(number: int) -> None:
 @pytest.mark.parametrize(
     ("address", "category"),
     [
-        ("127.0.0.1", "loopback"), ("127.255.255.254", "loopback"), ("::1", "loopback"),
-        ("0.0.0.0", "unspecified"), ("::", "unspecified"),
-        ("169.254.169.254", "metadata"), ("fd00:ec2::254", "metadata"), ("100.100.100.200", "metadata"),
-        ("169.254.1.1", "link-local"), ("fe80::1", "link-local"),
-        ("224.0.0.1", "multicast"), ("239.255.255.250", "multicast"), ("ff02::1", "multicast"), ("ff0e::1", "multicast"),
-        ("100.64.0.1", "shared"), ("100.127.255.254", "shared"),
-        ("10.0.0.1", "private"), ("172.16.0.1", "private"), ("172.31.255.255", "private"), ("192.168.1.1", "private"),
-        ("fc00::1", "private"), ("fd12:3456::1", "private"), ("192.0.2.1", "private"), ("198.18.0.1", "private"),
+        ("127.0.0.1", "loopback"),
+        ("127.255.255.254", "loopback"),
+        ("::1", "loopback"),
+        ("0.0.0.0", "unspecified"),
+        ("::", "unspecified"),
+        ("169.254.169.254", "metadata"),
+        ("fd00:ec2::254", "metadata"),
+        ("100.100.100.200", "metadata"),
+        ("169.254.1.1", "link-local"),
+        ("fe80::1", "link-local"),
+        ("224.0.0.1", "multicast"),
+        ("239.255.255.250", "multicast"),
+        ("ff02::1", "multicast"),
+        ("ff0e::1", "multicast"),
+        ("100.64.0.1", "shared"),
+        ("100.127.255.254", "shared"),
+        ("10.0.0.1", "private"),
+        ("172.16.0.1", "private"),
+        ("172.31.255.255", "private"),
+        ("192.168.1.1", "private"),
+        ("fc00::1", "private"),
+        ("fd12:3456::1", "private"),
+        ("192.0.2.1", "private"),
+        ("198.18.0.1", "private"),
         ("2001:db8::1", "private"),
-        ("240.0.0.1", "private"), ("255.255.255.255", "private"), ("fec0::1", "reserved"),
-        ("192.0.0.8", "reserved"), ("3fff::1", "reserved"),
+        ("240.0.0.1", "private"),
+        ("255.255.255.255", "private"),
+        ("fec0::1", "reserved"),
+        ("192.0.0.8", "reserved"),
+        ("3fff::1", "reserved"),
         # IPv4 inside IPv6: the inner address decides
-        ("::ffff:10.0.0.1", "private"), ("64:ff9b::7f00:1", "loopback"), ("64:ff9b::a9fe:a9fe", "metadata"),
-        ("64:ff9b:1::a00:1", "private"), ("2002:7f00:1::", "loopback"), ("2002:a00:1::1", "private"),
-        ("2002:a9fe:a9fe::", "metadata"), ("::127.0.0.1", "loopback"), ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"),
+        ("::ffff:10.0.0.1", "private"),
+        ("64:ff9b::7f00:1", "loopback"),
+        ("64:ff9b::a9fe:a9fe", "metadata"),
+        ("64:ff9b:1::a00:1", "private"),
+        ("2002:7f00:1::", "loopback"),
+        ("2002:a00:1::1", "private"),
+        ("2002:a9fe:a9fe::", "metadata"),
+        ("::127.0.0.1", "loopback"),
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"),
     ],
-)  # fmt: skip
+)
 def test_non_global_addresses_are_refused_with_their_category(address: str, category: str) -> None:
     found = refusal(ip_address(address))
     assert found is not None, address
@@ -84,7 +137,19 @@ def test_non_global_addresses_are_refused_with_their_category(address: str, cate
 
 @pytest.mark.parametrize(
     "address",
-    ["93.184.215.14", "8.8.8.8", "1.1.1.1", "2606:4700::1111", "2a00:1450:4001::200e", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1", "100.63.255.255", "100.128.0.1", "172.32.0.1"],
+    [
+        "93.184.215.14",
+        "8.8.8.8",
+        "1.1.1.1",
+        "2606:4700::1111",
+        "2a00:1450:4001::200e",
+        "::ffff:8.8.8.8",
+        "64:ff9b::808:808",
+        "2002:808:808::1",
+        "100.63.255.255",
+        "100.128.0.1",
+        "172.32.0.1",
+    ],
 )
 def test_global_addresses_are_allowed(address: str) -> None:
     assert refusal(ip_address(address)) is None
@@ -118,7 +183,9 @@ def test_names_are_decided_on_what_they_resolve_to() -> None:
     policy = AddressPolicy(parse_networks(["10.9.0.0/16"]))
     assert policy.check_host("rebinding.example") is None  # nothing to decide before the lookup
     found = policy.check_resolved("rebinding.example", "127.0.0.1")
-    assert found is not None and found.reason == "rebinding.example resolves to 127.0.0.1; 127.0.0.1 is a loopback address"
+    assert (
+        found is not None and found.reason == "rebinding.example resolves to 127.0.0.1; 127.0.0.1 is a loopback address"
+    )
     assert policy.check_resolved("rebinding.example", "93.184.215.14") is None
     assert policy.check_resolved("rebinding.example", "10.9.1.1") is None
     assert policy.check_resolved("metadata.example", "169.254.169.254").category == "metadata"  # type: ignore[union-attr]

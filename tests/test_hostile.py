@@ -52,7 +52,9 @@ class CrawlRun:
         return [entry.path for entry in self.server_log if entry.host == host]
 
 
-def _crawl(web: TestWeb, spider: str, directory: Path, settings: dict[str, str] | None = None, **arguments: str) -> CrawlRun:
+def _crawl(
+    web: TestWeb, spider: str, directory: Path, settings: dict[str, str] | None = None, **arguments: str
+) -> CrawlRun:
     """Run a crawl and measure its peak memory (the child's own maximum resident set)."""
     web.clear()
     database = Database(f"sqlite:///{directory / 'crawler.db'}")
@@ -104,7 +106,9 @@ def sitemap_run(hostile: TestWeb, links_run: CrawlRun, tmp_path_factory: pytest.
 @pytest.fixture(scope="module")
 def site_scope_run(hostile: TestWeb, sitemap_run: CrawlRun, tmp_path_factory: pytest.TempPathFactory) -> CrawlRun:
     """The default scope: redirects and a meta refresh from public pages to another host."""
-    seeds = ",".join(hostile.url("hostile", path) for path in ("/to-target-302", "/to-target-301-spelled", "/to-target-refresh"))
+    seeds = ",".join(
+        hostile.url("hostile", path) for path in ("/to-target-302", "/to-target-301-spelled", "/to-target-refresh")
+    )
     return _crawl(hostile, "links", tmp_path_factory.mktemp("site"), url=seeds, max_depth="0")
 
 
@@ -117,7 +121,9 @@ def _target_rows(run: CrawlRun, target: TestWeb) -> dict[str, dict[str, Any]]:
 
 
 # --- the address guard -------------------------------------------------------------------------
-def test_the_internal_host_receives_nothing_from_any_crawl(target: TestWeb, links_run: CrawlRun, sitemap_run: CrawlRun, site_scope_run: CrawlRun) -> None:
+def test_the_internal_host_receives_nothing_from_any_crawl(
+    target: TestWeb, links_run: CrawlRun, sitemap_run: CrawlRun, site_scope_run: CrawlRun
+) -> None:
     assert target.log() == []
 
 
@@ -126,14 +132,20 @@ def test_links_to_the_internal_host_under_every_spelling_are_refused_rows(links_
     assert rows.keys() == {normalize_url(f"{base}/secret.txt") for base in target_spellings(str(target.port))}
     for url, row in rows.items():
         assert row["status"] == "blocked_by_policy", (url, row["error"])
-        assert row["error"].startswith("address refused: ") and "127.0.0.1" in row["error"] and "a loopback address" in row["error"], row["error"]
+        assert (
+            row["error"].startswith("address refused: ")
+            and "127.0.0.1" in row["error"]
+            and "a loopback address" in row["error"]
+        ), row["error"]
         assert row["body"] is None and row["text"] is None
     localhost = next(row for url, row in rows.items() if "//localhost:" in url)
     assert localhost["error"] == "address refused: localhost resolves to 127.0.0.1; 127.0.0.1 is a loopback address"
     assert "address_guard/refused/loopback" in links_run.log
 
 
-def test_redirects_and_meta_refresh_to_the_internal_host_are_refused(links_run: CrawlRun, hostile: TestWeb, target: TestWeb) -> None:
+def test_redirects_and_meta_refresh_to_the_internal_host_are_refused(
+    links_run: CrawlRun, hostile: TestWeb, target: TestWeb
+) -> None:
     rows = _by_path(links_run, hostile.base("hostile"))
     for path in ("/to-target-302", "/to-target-301-spelled", "/to-target-refresh"):
         row = rows[path]
@@ -145,7 +157,9 @@ def test_redirects_and_meta_refresh_to_the_internal_host_are_refused(links_run: 
     )
 
 
-def test_in_the_default_scope_redirects_to_another_host_are_not_followed(site_scope_run: CrawlRun, hostile: TestWeb) -> None:
+def test_in_the_default_scope_redirects_to_another_host_are_not_followed(
+    site_scope_run: CrawlRun, hostile: TestWeb
+) -> None:
     rows = _by_path(site_scope_run, hostile.base("hostile"))
     assert set(rows) == {"/to-target-302", "/to-target-301-spelled", "/to-target-refresh"}
     for path, row in rows.items():
@@ -155,7 +169,9 @@ def test_in_the_default_scope_redirects_to_another_host_are_not_followed(site_sc
     assert site_scope_run.peak_mb < MEMORY_LIMIT_MB
 
 
-def test_sitemap_lines_entries_and_entities_never_reach_the_internal_host(sitemap_run: CrawlRun, hostile: TestWeb, target: TestWeb) -> None:
+def test_sitemap_lines_entries_and_entities_never_reach_the_internal_host(
+    sitemap_run: CrawlRun, hostile: TestWeb, target: TestWeb
+) -> None:
     rows = _by_path(sitemap_run, hostile.base("hostile"))
     assert rows["/"]["status"] == "fetched" and rows["/empty"]["status"] == "fetched"
     assert rows["/maps/own.xml"]["status"] == "sitemap"
@@ -163,7 +179,9 @@ def test_sitemap_lines_entries_and_entities_never_reach_the_internal_host(sitema
     # three Sitemap: lines and every spelling listed in a sitemap
     assert {row["status"] for row in refused.values()} == {"blocked_by_policy"}
     spellings = target_spellings(str(target.port))
-    listed = {normalize_url(f"{base}/secret.txt") for base in spellings} | {normalize_url(f"{base}/sitemap.xml") for base in spellings[:3]}
+    listed = {normalize_url(f"{base}/secret.txt") for base in spellings} | {
+        normalize_url(f"{base}/sitemap.xml") for base in spellings[:3]
+    }
     assert refused.keys() == listed  # three Sitemap: lines, and every spelling a sitemap lists
     assert sitemap_run.peak_mb < MEMORY_LIMIT_MB
 
@@ -174,7 +192,11 @@ def test_the_hostile_site_is_crawled_completely_and_each_case_says_why(links_run
     assert set(HostileWebSite.PAGES) | {"/"} <= rows.keys()
     assert rows["/"]["status"] == "fetched"
     loop = rows["/redirect-loop-a"]
-    assert loop["status"] == "error" and loop["error"].startswith("redirect loop: ") and loop["error"].count("/redirect-loop-a") == 2
+    assert (
+        loop["status"] == "error"
+        and loop["error"].startswith("redirect loop: ")
+        and loop["error"].count("/redirect-loop-a") == 2
+    )
     chain = rows["/chain/0"]
     assert chain["status"] == "error" and chain["error"].startswith("more than 5 redirects: ")
     assert "/chain/6" not in links_run.paths(hostile, "hostile")  # five redirects followed, no more
@@ -214,7 +236,9 @@ def test_an_11_mb_robots_txt_is_read_up_to_500_kib(links_run: CrawlRun, hostile:
     rows = _by_path(links_run, hostile.base("big-robots"))
     assert rows["/"]["status"] == "fetched" and rows["/after"]["status"] == "fetched"
     assert rows["/blocked-early"]["status"] == "blocked_by_robots"
-    (stored,) = links_run.database.query("SELECT robots_txt, robots_status FROM domains WHERE domain = ?", (hostile.base("big-robots")[7:],))
+    (stored,) = links_run.database.query(
+        "SELECT robots_txt, robots_status FROM domains WHERE domain = ?", (hostile.base("big-robots")[7:],)
+    )
     assert stored[1] == 200 and 500 * 1024 - 200 <= len(stored[0]) <= 500 * 1024
 
 
@@ -231,10 +255,12 @@ def test_broken_servers_are_rows_and_only_what_may_pass_is_retried(links_run: Cr
     assert tls["status"] == "error" and tls["error"].startswith("TLS error"), tls["error"]
     attempts = Counter(raw.paths())
     # final at once: one attempt; failures that may pass: retried (RETRY_TIMES = 1)
-    assert {path: attempts[path] for path in ("/endless-headers", "/no-http", TLS_CASE, "/endless-chunked")} == dict.fromkeys(
-        ("/endless-headers", "/no-http", TLS_CASE, "/endless-chunked"), 1
+    assert {
+        path: attempts[path] for path in ("/endless-headers", "/no-http", TLS_CASE, "/endless-chunked")
+    } == dict.fromkeys(("/endless-headers", "/no-http", TLS_CASE, "/endless-chunked"), 1)
+    assert {path: attempts[path] for path in ("/reset", "/hang-up", "/slow-body")} == dict.fromkeys(
+        ("/reset", "/hang-up", "/slow-body"), 2
     )
-    assert {path: attempts[path] for path in ("/reset", "/hang-up", "/slow-body")} == dict.fromkeys(("/reset", "/hang-up", "/slow-body"), 2)
 
 
 def test_every_crawl_process_stays_under_512_mb(links_run: CrawlRun) -> None:

@@ -43,9 +43,21 @@ def test_normal_form(url: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["", "   ", "mailto:a@b.c", "javascript:void(0)", "ftp://example.com/", "example.com/a", "/relative",
-     "http://exa mple.com/", "http:///nohost", "http://x.com:99999/", "http://[::1/", "http://" + "a" * 9000],
-)  # fmt: skip
+    [
+        "",
+        "   ",
+        "mailto:a@b.c",
+        "javascript:void(0)",
+        "ftp://example.com/",
+        "example.com/a",
+        "/relative",
+        "http://exa mple.com/",
+        "http:///nohost",
+        "http://x.com:99999/",
+        "http://[::1/",
+        "http://" + "a" * 9000,
+    ],
+)
 def test_refused(url: str) -> None:
     with pytest.raises(InvalidURL):
         normalize_url(url)
@@ -74,6 +86,7 @@ def test_hash_and_surt() -> None:
 
 
 # --- w3lib's canonicalize_url cases ------------------------------------------------------------
+
 
 def _w3lib_cases() -> list[dict]:
     cases = json.loads(CONFORMANCE.read_text())["cases"]
@@ -132,7 +145,9 @@ def test_no_input_of_the_conformance_file_crashes() -> None:
 _label = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
 _hosts = st.lists(_label, min_size=1, max_size=4).map(".".join)
 _segment = st.text(st.characters(codec="utf-8", exclude_characters="/?#\x00"), max_size=8)
-_params = st.lists(st.tuples(st.sampled_from(["a", "b", "utm_source", "id", "Q", "fbclid"]), st.text(max_size=5)), max_size=5)
+_params = st.lists(
+    st.tuples(st.sampled_from(["a", "b", "utm_source", "id", "Q", "fbclid"]), st.text(max_size=5)), max_size=5
+)
 
 
 @st.composite

@@ -22,17 +22,61 @@ def reference(base: str, href: str) -> str | None:
 
 # Pieces that exercise each way the answer depends on the base: folders, hosts, schemes,
 # queries, empty and odd links, characters urlsplit strips or removes, dot segments.
-_SEGMENTS = ["a", "b.html", "..", ".", "", "x;p", "%41", "é", "c:d", "?q=1", "#f", "\t", "\n", " ", "\x01", "\\", ":", "//", "@"]
-_PREFIXES = ["", "/", "//", "http://", "https://", "HTTP://", "http:", "http:///", "mailto:", "ftp://", "?", "#", "../", "./", "\x01", " "]
+_SEGMENTS = [
+    "a",
+    "b.html",
+    "..",
+    ".",
+    "",
+    "x;p",
+    "%41",
+    "é",
+    "c:d",
+    "?q=1",
+    "#f",
+    "\t",
+    "\n",
+    " ",
+    "\x01",
+    "\\",
+    ":",
+    "//",
+    "@",
+]
+_PREFIXES = [
+    "",
+    "/",
+    "//",
+    "http://",
+    "https://",
+    "HTTP://",
+    "http:",
+    "http:///",
+    "mailto:",
+    "ftp://",
+    "?",
+    "#",
+    "../",
+    "./",
+    "\x01",
+    " ",
+]
 _HOSTS = ["h.test", "H.test:80", "h.test:8080", "o.test", "u:p@h.test", "[::1]", "[bad", ""]
 _SCHEMES = ["http", "https", "mailto", "ftp"]
 
-hrefs = st.builds(lambda prefix, segments: prefix + "".join(segments),
-                  st.sampled_from(_PREFIXES), st.lists(st.sampled_from(_SEGMENTS), max_size=5))  # fmt: skip
+hrefs = st.builds(
+    lambda prefix, segments: prefix + "".join(segments),
+    st.sampled_from(_PREFIXES),
+    st.lists(st.sampled_from(_SEGMENTS), max_size=5),
+)
 paths = st.lists(st.sampled_from(["a", "b", "c.html", "x;p", "..", ""]), max_size=4).map(lambda s: "/" + "/".join(s))
-bases = st.builds(lambda scheme, host, path, query: f"{scheme}://{host}{path}{query}",
-                  st.sampled_from(_SCHEMES), st.sampled_from(_HOSTS), paths | st.just(""),
-                  st.sampled_from(["", "?q=1", "?q=2", "#top"]))  # fmt: skip
+bases = st.builds(
+    lambda scheme, host, path, query: f"{scheme}://{host}{path}{query}",
+    st.sampled_from(_SCHEMES),
+    st.sampled_from(_HOSTS),
+    paths | st.just(""),
+    st.sampled_from(["", "?q=1", "?q=2", "#top"]),
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -75,14 +119,22 @@ def test_the_cache_stays_bounded() -> None:
 
 # --- the fast path of URLs already in normal form -----------------------------------------------
 
-_plain_hosts = st.lists(st.sampled_from(["a", "b-c", "x_y", "xn--zz", "0x7f", "127", "0", "ex", "-", "A"]),
-                        min_size=1, max_size=4).map(".".join)  # fmt: skip
-_plain_paths = st.lists(st.sampled_from(["", "a", ".", "..", ".x", "x.", "~u", "a-b_c", "%41", "A"]), max_size=5).map("/".join)
+_plain_hosts = st.lists(
+    st.sampled_from(["a", "b-c", "x_y", "xn--zz", "0x7f", "127", "0", "ex", "-", "A"]), min_size=1, max_size=4
+).map(".".join)
+_plain_paths = st.lists(st.sampled_from(["", "a", ".", "..", ".x", "x.", "~u", "a-b_c", "%41", "A"]), max_size=5).map(
+    "/".join
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(["http", "https", "HTTP"]), _plain_hosts, st.sampled_from(["", ".", ":80", ":443", ":8080", ":08080", ":65535", ":65536", ":0"]),
-       st.none() | _plain_paths, st.sampled_from(["", "?a=1", "#f"]))  # fmt: skip
+@given(
+    st.sampled_from(["http", "https", "HTTP"]),
+    _plain_hosts,
+    st.sampled_from(["", ".", ":80", ":443", ":8080", ":08080", ":65535", ":65536", ":0"]),
+    st.none() | _plain_paths,
+    st.sampled_from(["", "?a=1", "#f"]),
+)
 def test_urls_already_normal_skip_canonicalization_with_the_same_answer(scheme, host, dot_or_port, path, tail) -> None:
     url = f"{scheme}://{host}{dot_or_port}" + ("" if path is None else "/" + path) + tail
     try:

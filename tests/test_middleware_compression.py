@@ -27,7 +27,9 @@ def _compressed(url: str = "http://127.0.0.1/page.html") -> tuple[Request, HtmlR
     return request, HtmlResponse(url, body=gzip.compress(PAGE), headers=headers, request=request)
 
 
-def _detection_records(caplog: pytest.LogCaptureFixture, middleware_class: type[HttpCompressionMiddleware]) -> tuple[int, Response]:
+def _detection_records(
+    caplog: pytest.LogCaptureFixture, middleware_class: type[HttpCompressionMiddleware]
+) -> tuple[int, Response]:
     middleware = build_from_crawler(middleware_class, get_crawler())
     request, response = _compressed()
     caplog.clear()

@@ -16,11 +16,15 @@ REFRESH = '<meta http-equiv="refresh" content="0; url=/next">'
 ESCAPED = '<meta http-equiv="&#114;efresh" content="0; url=/next">'  # an entity where the word is
 
 
-def _page(head: str, filler: int = 0, encoding: str = "utf-8", declared: bool = True, letter: str = "é") -> tuple[Request, HtmlResponse]:
+def _page(
+    head: str, filler: int = 0, encoding: str = "utf-8", declared: bool = True, letter: str = "é"
+) -> tuple[Request, HtmlResponse]:
     request = Request("http://s.example/dir/page")
     text = f"<html><head>{'<!--' + letter * filler + '-->' if filler else ''}{head}</head><body>{f'<p>{letter}</p>' * 1000}</body></html>"
     content_type = f"text/html; charset={encoding}" if declared else "text/html"
-    return request, HtmlResponse(request.url, body=text.encode(encoding), headers={"Content-Type": content_type}, request=request)
+    return request, HtmlResponse(
+        request.url, body=text.encode(encoding), headers={"Content-Type": content_type}, request=request
+    )
 
 
 def _outcome(middleware_class: type[MetaRefreshMiddleware], request: Request, response: HtmlResponse) -> str | None:
@@ -33,7 +37,13 @@ def _outcome(middleware_class: type[MetaRefreshMiddleware], request: Request, re
     [
         (REFRESH, 0, "utf-8", True, True),
         (ESCAPED, 0, "utf-8", True, False),  # Scrapy does not read it either
-        ('<base href="/elsewhere/">' + REFRESH.replace("/next", "next"), 0, "utf-8", True, True),  # relative to the base
+        (
+            '<base href="/elsewhere/">' + REFRESH.replace("/next", "next"),
+            0,
+            "utf-8",
+            True,
+            True,
+        ),  # relative to the base
         (REFRESH, 4000, "utf-8", True, True),  # inside the first 4096 characters, past the first 4096 bytes
         (REFRESH, 4100, "utf-8", True, False),  # past them: not read
         (REFRESH, 0, "utf-16", False, True),  # its byte order mark tells the encoding
@@ -43,7 +53,9 @@ def _outcome(middleware_class: type[MetaRefreshMiddleware], request: Request, re
         ("<title>no refresh</title>", 0, "utf-8", True, False),
     ],
 )
-def test_the_refresh_followed_is_the_one_scrapy_follows(head: str, filler: int, encoding: str, declared: bool, found: bool) -> None:
+def test_the_refresh_followed_is_the_one_scrapy_follows(
+    head: str, filler: int, encoding: str, declared: bool, found: bool
+) -> None:
     request, response = _page(head, filler, encoding, declared)
     expected = _outcome(MetaRefreshMiddleware, request, response)
     assert (expected is not None) == found
@@ -76,4 +88,6 @@ def test_ignored_tags_are_ignored_as_scrapy_ignores_them() -> None:
 def test_a_response_that_is_not_html_passes() -> None:
     request = Request("http://s.example/file")
     response = Response(request.url, body=REFRESH.encode(), request=request)
-    assert build_from_crawler(CheckedMetaRefreshMiddleware, get_crawler()).process_response(request, response) is response
+    assert (
+        build_from_crawler(CheckedMetaRefreshMiddleware, get_crawler()).process_response(request, response) is response
+    )

@@ -39,9 +39,13 @@ def test_fibonacci_backoff_then_give_up() -> None:
 def test_retry_after_wins_and_is_capped() -> None:
     middleware, clock, _ = _middleware(CRAWLER_RETRY_BACKOFF_CAP=600)
     request = Request("http://e.example/a")
-    retry = middleware.process_response(request, Response(request.url, status=429, headers={"Retry-After": "7"}, request=request))
+    retry = middleware.process_response(
+        request, Response(request.url, status=429, headers={"Retry-After": "7"}, request=request)
+    )
     assert retry.meta[NOT_BEFORE] == clock[0] + 7
-    retry = middleware.process_response(request, Response(request.url, status=429, headers={"Retry-After": "99999"}, request=request))
+    retry = middleware.process_response(
+        request, Response(request.url, status=429, headers={"Retry-After": "99999"}, request=request)
+    )
     assert retry.meta[NOT_BEFORE] == clock[0] + 600
 
 
@@ -52,7 +56,9 @@ def test_other_4xx_are_final_and_network_errors_are_retried() -> None:
         response = Response(request.url, status=status, request=request)
         assert middleware.process_response(request, response) is response
     for status in (500, 502, 520, 599):
-        assert isinstance(middleware.process_response(request, Response(request.url, status=status, request=request)), Request)
+        assert isinstance(
+            middleware.process_response(request, Response(request.url, status=status, request=request)), Request
+        )
     from twisted.internet.error import ConnectionRefusedError
 
     retry = middleware.process_exception(request, ConnectionRefusedError())

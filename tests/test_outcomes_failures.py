@@ -15,13 +15,13 @@ from twisted.python.failure import Failure
 from twisted.web._newclient import ParseError, ResponseNeverReceived
 from twisted.web.client import ResponseFailed
 
-from crawler.http.header_limits import HeadersTooLarge
 from crawler.extensions.job_health import FAILED, JobHealth
-from crawler.politeness.slots import DOMAIN
+from crawler.http.failures import describe, is_final, is_site_failure
+from crawler.http.header_limits import HeadersTooLarge
 from crawler.items import PageItem
 from crawler.middlewares.limiter import LimiterMiddleware
 from crawler.middlewares.retry import BackoffRetryMiddleware
-from crawler.http.failures import describe, is_final, is_site_failure
+from crawler.politeness.slots import DOMAIN
 from crawler.services import CrawlServices
 from tests.helpers import project_settings
 
@@ -52,7 +52,11 @@ def test_protocol_and_tls_errors_are_final(exception: Exception) -> None:
 
 @pytest.mark.parametrize(
     "exception",
-    [_download_failed(ConnectionLost()), _download_failed(ConnectionDone(), never=True), DownloadTimeoutError("took longer than 3 s")],
+    [
+        _download_failed(ConnectionLost()),
+        _download_failed(ConnectionDone(), never=True),
+        DownloadTimeoutError("took longer than 3 s"),
+    ],
 )
 def test_resets_hang_ups_and_timeouts_may_pass(exception: Exception) -> None:
     assert not is_final(exception)
@@ -60,7 +64,10 @@ def test_resets_hang_ups_and_timeouts_may_pass(exception: Exception) -> None:
 
 
 def test_transport_errors_are_said_plainly() -> None:
-    assert describe(_download_failed(ConnectionDone(), never=True)) == "no response: ConnectionDone: Connection was closed cleanly."
+    assert (
+        describe(_download_failed(ConnectionDone(), never=True))
+        == "no response: ConnectionDone: Connection was closed cleanly."
+    )
     assert describe(_download_failed(ConnectionLost())).startswith("response cut off: ConnectionLost: ")
     assert describe(DownloadTimeoutError("took longer than 3 s")) is None
 
@@ -70,12 +77,17 @@ def test_final_errors_are_said_plainly() -> None:
         "not an HTTP response: ParseError: wrong number of parts b'SSH-2.0'"
     )
     assert describe(_download_failed(TLS_HANDSHAKE_WITH_PLAIN_HTTP, never=True)) == "TLS error: wrong version number"
-    assert describe(_download_failed(HeadersTooLarge("more than 5 response header lines"))) == "more than 5 response header lines"
+    assert (
+        describe(_download_failed(HeadersTooLarge("more than 5 response header lines")))
+        == "more than 5 response header lines"
+    )
 
 
 def test_a_request_dropped_on_purpose_is_not_a_site_failure() -> None:
     assert not is_site_failure(IgnoreRequest("Forbidden by robots.txt"))
-    assert not is_site_failure(DownloadCancelledError("Expected to receive 52428826 bytes which is larger than download max size"))
+    assert not is_site_failure(
+        DownloadCancelledError("Expected to receive 52428826 bytes which is larger than download max size")
+    )
 
 
 def _crawler(**settings: Any):

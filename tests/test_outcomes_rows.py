@@ -10,8 +10,8 @@ from scrapy.http import HtmlResponse
 from scrapy.settings import Settings
 from twisted.python.failure import Failure
 
-from crawler.identity import normalize_url
 from crawler.exceptions import BlockedByPolicy, RedirectFailed
+from crawler.identity import normalize_url
 from crawler.outcomes import OutcomeRecorder
 from tests.helpers import project_settings
 
@@ -61,7 +61,9 @@ def test_a_page_reads_the_same_in_any_encoding_it_declares(body: bytes, content_
 def test_bytes_that_are_not_utf8_in_a_utf8_page_read_as_replacement_characters() -> None:
     request = Request("http://s.example/")
     body = b"<html><body><p>caf\xe9 cr\xffme</p></body></html>"
-    response = HtmlResponse(request.url, body=body, headers={"Content-Type": "text/html; charset=utf-8"}, request=request)
+    response = HtmlResponse(
+        request.url, body=body, headers={"Content-Type": "text/html; charset=utf-8"}, request=request
+    )
     item, _ = asyncio.run(_recorder().fetched(response))
     assert item.status == "fetched" and item.text == "caf\ufffd cr\ufffdme"
 
@@ -69,13 +71,21 @@ def test_bytes_that_are_not_utf8_in_a_utf8_page_read_as_replacement_characters()
 def test_a_refusal_is_a_blocked_by_policy_row_of_the_first_url() -> None:
     request = Request("http://127.0.0.1/secret", meta={"redirect_urls": ["http://public.example/"]})
     item = _failed(_recorder(), BlockedByPolicy("address refused: 127.0.0.1 is a loopback address"), request)
-    assert (item.url, item.status, item.error) == ("http://public.example/", "blocked_by_policy", "address refused: 127.0.0.1 is a loopback address")
+    assert (item.url, item.status, item.error) == (
+        "http://public.example/",
+        "blocked_by_policy",
+        "address refused: 127.0.0.1 is a loopback address",
+    )
     assert not item.site_failure
 
 
 def test_a_redirect_chain_that_ends_nowhere_is_an_error_row_saying_how() -> None:
     request = Request("http://s.example/b", meta={"redirect_urls": ["http://s.example/a"]})
-    item = _failed(_recorder(), RedirectFailed("redirect loop: http://s.example/a -> http://s.example/b -> http://s.example/a"), request)
+    item = _failed(
+        _recorder(),
+        RedirectFailed("redirect loop: http://s.example/a -> http://s.example/b -> http://s.example/a"),
+        request,
+    )
     assert (item.url, item.status) == ("http://s.example/a", "error")
     assert item.error == "redirect loop: http://s.example/a -> http://s.example/b -> http://s.example/a"
     assert not item.site_failure

@@ -28,13 +28,22 @@ def _pipeline(database: Database, tmp_path: Path, **settings) -> StoragePipeline
 def _page(n: int, **fields) -> PageItem:
     url = f"http://e.example/{n}"
     fields.setdefault("status", "fetched")
-    return PageItem(url=url, url_hash=url_hash(url), surt_key=surt_key(url), domain="e.example",
-                    crawled_at=datetime.now(UTC), job_id="test-job", **fields)  # fmt: skip
+    return PageItem(
+        url=url,
+        url_hash=url_hash(url),
+        surt_key=surt_key(url),
+        domain="e.example",
+        crawled_at=datetime.now(UTC),
+        job_id="test-job",
+        **fields,
+    )
 
 
 def _entry(n: int) -> SitemapEntryItem:
     url = f"http://e.example/{n}"
-    return SitemapEntryItem("http://e.example/sitemap.xml", url, url_hash(url), None, "daily", 0.5, "test-job", datetime.now(UTC))
+    return SitemapEntryItem(
+        "http://e.example/sitemap.xml", url, url_hash(url), None, "daily", 0.5, "test-job", datetime.now(UTC)
+    )
 
 
 def test_rows_are_batched_by_size(database: Database, tmp_path: Path) -> None:

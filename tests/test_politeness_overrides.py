@@ -10,7 +10,13 @@ from crawler.politeness.policy import DomainState
 
 
 def test_the_setting_is_parsed_into_controls() -> None:
-    controls = parse_overrides({"Example.COM": {"concurrency": 10}, "*.strict.org": {"concurrency": 2, "min_delay": 5}, "*": {"min_delay": 0.5}})
+    controls = parse_overrides(
+        {
+            "Example.COM": {"concurrency": 10},
+            "*.strict.org": {"concurrency": 2, "min_delay": 5},
+            "*": {"min_delay": 0.5},
+        }
+    )
     assert controls == {
         "example.com": DomainControl(concurrency=10),
         "*.strict.org": DomainControl(concurrency=2, min_delay=5.0),
@@ -79,7 +85,9 @@ def test_no_pattern_no_control() -> None:
 
 
 def test_operators_win_field_by_field() -> None:
-    table = TABLE.with_runtime({"www.example.com": DomainControl(concurrency=6), "*.example.com": DomainControl(paused=True)})
+    table = TABLE.with_runtime(
+        {"www.example.com": DomainControl(concurrency=6), "*.example.com": DomainControl(paused=True)}
+    )
     assert table.for_domain("www.example.com") == DomainControl(concurrency=6, min_delay=0.5)
     assert table.for_domain("api.example.com") == DomainControl(concurrency=4, min_delay=0.5, paused=True)
     assert table.for_domain("example.com") == DomainControl(concurrency=10)

@@ -6,10 +6,10 @@ from email.utils import formatdate
 
 import pytest
 
-from crawler.politeness.limiter_local import DomainLimiter
-from crawler.politeness.policy import Change, DomainState, Policy, PolicyConfig, fibonacci
 from crawler.http.headers import retry_after_seconds
+from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.limiter_redis import RedisDomainLimiter
+from crawler.politeness.policy import Change, DomainState, Policy, PolicyConfig, fibonacci
 from crawler.redis.store import FrontierConfig, FrontierStore
 from tests.helpers import crawl_keys
 
@@ -19,6 +19,7 @@ def _policy(**config) -> Policy:
 
 
 # --- effective delay ---------------------------------------------------------------------------
+
 
 def test_default_delay_when_robots_gives_none() -> None:
     assert _policy().effective_delay(DomainState()) == 1.0
@@ -63,6 +64,7 @@ def test_latency_is_smoothed_and_never_lowers_robots_or_minimum() -> None:
 
 # --- slots and concurrency ---------------------------------------------------------------------
 
+
 def test_slots_are_spaced_by_the_effective_delay() -> None:
     policy = _policy(default_delay=1.0, base_concurrency=5)
     state = DomainState()
@@ -98,6 +100,7 @@ def test_concurrency_drops_one_per_five_seconds_above_baseline(learned: float, e
 
 
 # --- 429 ----------------------------------------------------------------------------------------
+
 
 def test_fibonacci() -> None:
     assert [fibonacci(n) for n in range(1, 10)] == [1, 1, 2, 3, 5, 8, 13, 21, 34]
@@ -174,6 +177,7 @@ def test_success_clears_the_block_and_the_streak_at_once() -> None:
 
 
 # --- probing down --------------------------------------------------------------------------------
+
 
 def test_probe_after_twenty_successes_one_step_down() -> None:
     policy = _policy(default_delay=1.0, probe_after=20)
@@ -262,6 +266,7 @@ def test_learning_converges_near_a_fast_sites_real_rate() -> None:
 
 
 # --- outcomes, Retry-After, limiter ----------------------------------------------------------
+
 
 def test_outcome_reports_concurrency_changes() -> None:
     policy = _policy(default_delay=1.0, base_concurrency=2)
@@ -353,10 +358,11 @@ def test_a_robots_delay_learned_after_a_start_spaces_the_next_one() -> None:
 
 # --- circuit breaker -----------------------------------------------------------------------------
 
+
 def test_five_failures_open_the_circuit_for_a_minute_then_one_probe_at_a_time() -> None:
     policy = _policy(default_delay=0.0, base_concurrency=4, circuit_failures=5, circuit_open_seconds=60)
     state = DomainState()
-    for n in range(4):
+    for _ in range(4):
         assert not policy.on_failure(state, 100.0)
     assert policy.can_start(state, 100.0)
     assert policy.on_failure(state, 100.0)
@@ -406,6 +412,7 @@ def test_spacing_counts_from_when_the_request_leaves() -> None:
 
 # --- people's controls: overrides, pause, reset ---------------------------------------------------
 
+
 def test_an_override_delay_replaces_the_default_and_the_minimum() -> None:
     policy = _policy(default_delay=1.0, min_delay=0.5)
     assert policy.effective_delay(DomainState(override_delay=0.1)) == 0.1
@@ -447,11 +454,19 @@ def test_a_paused_domain_starts_nothing_until_resumed() -> None:
 
 def test_reset_forgets_learned_delay_floor_block_and_circuit_but_keeps_robots_and_controls() -> None:
     policy = _policy(default_delay=1.0, circuit_failures=1)
-    state = DomainState(robots_delay=2.0, override_concurrency=3, learned_delay=9.0, floor=8.0, probe_from=9.5, latency=0.2)
+    state = DomainState(
+        robots_delay=2.0, override_concurrency=3, learned_delay=9.0, floor=8.0, probe_from=9.5, latency=0.2
+    )
     policy.on_blocked(state, 100.0, retry_after=60)
     policy.on_failure(state, 100.0)
     policy.reset(state)
-    assert (state.learned_delay, state.floor, state.blocked_until, state.circuit_open_until, state.probe_from) == (0, 0, 0, None, None)
+    assert (state.learned_delay, state.floor, state.blocked_until, state.circuit_open_until, state.probe_from) == (
+        0,
+        0,
+        0,
+        None,
+        None,
+    )
     assert (state.blocking_streak, state.failure_streak, state.success_streak, state.probe_successes) == (0, 0, 0, 0)
     assert (state.robots_delay, state.override_concurrency, state.latency) == (2.0, 3, 0.2)
     assert policy.can_start(state, 100.0) and policy.effective_delay(state) == 2.0

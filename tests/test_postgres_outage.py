@@ -98,12 +98,19 @@ def test_ten_seconds_without_postgres_loses_no_row(web: TestWeb, postgres: Throw
     assert not list(tmp_path.glob("unsaved-rows-*.jsonl"))
 
 
-def test_postgres_gone_for_good_spills_rows_to_a_file(web: TestWeb, postgres: ThrowawayPostgres, tmp_path: Path) -> None:
+def test_postgres_gone_for_good_spills_rows_to_a_file(
+    web: TestWeb, postgres: ThrowawayPostgres, tmp_path: Path
+) -> None:
     web.clear()
     crawl = _start_crawl(
-        web, postgres.url, tmp_path, CRAWLER_DEFAULT_DELAY="0.02", CONCURRENT_REQUESTS_PER_DOMAIN="1",
-        CRAWLER_STORAGE_SHUTDOWN_TIMEOUT="3", CRAWLER_MAX_PAGES="120",
-    )  # fmt: skip
+        web,
+        postgres.url,
+        tmp_path,
+        CRAWLER_DEFAULT_DELAY="0.02",
+        CONCURRENT_REQUESTS_PER_DOMAIN="1",
+        CRAWLER_STORAGE_SHUTDOWN_TIMEOUT="3",
+        CRAWLER_MAX_PAGES="120",
+    )
     _wait_for_rows(postgres.url, 10)
     postgres.stop()
     # Finished, but the rows are in a file, not in the database: cron must hear of it.
@@ -120,7 +127,9 @@ def test_postgres_gone_for_good_spills_rows_to_a_file(web: TestWeb, postgres: Th
 
 
 def test_sigterm_during_an_outage_exits_non_zero(web: TestWeb, postgres: ThrowawayPostgres, tmp_path: Path) -> None:
-    crawl = _start_crawl(web, postgres.url, tmp_path, CRAWLER_DEFAULT_DELAY="0.05", CRAWLER_STORAGE_SHUTDOWN_TIMEOUT="2")
+    crawl = _start_crawl(
+        web, postgres.url, tmp_path, CRAWLER_DEFAULT_DELAY="0.05", CRAWLER_STORAGE_SHUTDOWN_TIMEOUT="2"
+    )
     _wait_for_rows(postgres.url, 10)
     postgres.stop()
     time.sleep(1)

@@ -11,27 +11,52 @@ import pytest
 
 from crawler.identity import surt_key, url_hash
 from crawler.items import PageItem
-from crawler.storage.rows import page_row
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch
 from crawler.storage.retention import RetentionPolicy, prune
+from crawler.storage.rows import page_row
 from tests.helpers import ROOT, Database, crawl_environment
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 POLICY = RetentionPolicy(
-    robots_decisions_days=30, allowed_robots_decisions=False, jobs_days=90, gone_visits=3, bodies_days=60,
-    request_log_days=14, stats_samples_days=14, batch_size=7,
-)  # fmt: skip
+    robots_decisions_days=30,
+    allowed_robots_decisions=False,
+    jobs_days=90,
+    gone_visits=3,
+    bodies_days=60,
+    request_log_days=14,
+    stats_samples_days=14,
+    batch_size=7,
+)
 
 
 def _decision(n: int, allowed: bool, age_days: float) -> tuple[object, ...]:
-    return (f"http://e.example/{n}", "e.example", "crawler", allowed, "Disallow: /", None, None, NOW - timedelta(days=age_days), "j")
+    return (
+        f"http://e.example/{n}",
+        "e.example",
+        "crawler",
+        allowed,
+        "Disallow: /",
+        None,
+        None,
+        NOW - timedelta(days=age_days),
+        "j",
+    )
 
 
 def _page(n: int, status: str, age_days: float, http_status: int = 200) -> PageItem:
     url = f"http://e.example/p/{n}"
-    return PageItem(url=url, url_hash=url_hash(url), surt_key=surt_key(url), domain="e.example", status=status,
-                    crawled_at=NOW - timedelta(days=age_days), http_status=http_status, body=b"<html>", text="t")  # fmt: skip
+    return PageItem(
+        url=url,
+        url_hash=url_hash(url),
+        surt_key=surt_key(url),
+        domain="e.example",
+        status=status,
+        crawled_at=NOW - timedelta(days=age_days),
+        http_status=http_status,
+        body=b"<html>",
+        text="t",
+    )
 
 
 async def _fill(database: Database) -> None:
@@ -65,7 +90,7 @@ def test_prune_leaves_what_the_settings_keep(database: Database) -> None:
     assert len(pages) == 100 + 5 + 1  # the fresh 404s and the 503 stay
     bodyless = {url for url, (_, body) in pages.items() if body is None}
     assert bodyless == {f"http://e.example/p/{n}" for n in range(61, 100)} and removed["bodies of old pages"] == 39
-    assert {job for job, in database.query("SELECT id FROM crawl_jobs")} == {"job-0", "job-2"}
+    assert {job for (job,) in database.query("SELECT id FROM crawl_jobs")} == {"job-0", "job-2"}
     assert removed["finished jobs"] == 1
     assert removed["request log"] == 0 and removed["stats samples"] == 0
 
@@ -91,9 +116,12 @@ def test_prune_keeps_the_request_log_and_stats_samples_of_their_windows(tmp_path
         for n in range(20):
             started = NOW - timedelta(days=n)
             await backend.execute(
-                "INSERT INTO request_log (domain, url, started_at, outcome) VALUES ('e.example', ?, ?, 'fetched')", (f"u{n}", started)
+                "INSERT INTO request_log (domain, url, started_at, outcome) VALUES ('e.example', ?, ?, 'fetched')",
+                (f"u{n}", started),
             )
-            await backend.execute("INSERT INTO stats_samples (worker_id, sampled_at, stats) VALUES ('w', ?, '{}')", (started,))
+            await backend.execute(
+                "INSERT INTO stats_samples (worker_id, sampled_at, stats) VALUES ('w', ?, '{}')", (started,)
+            )
         try:
             return await prune(backend, POLICY, NOW)
         finally:

@@ -23,7 +23,9 @@ RECRAWL = {"CRAWLER_RECRAWL_MIN_INTERVAL": "0", "DEPTH_LIMIT": "20", "CONCURRENT
 
 
 def _page(n: int, edited: bool = False) -> str:
-    links = "".join(f'<li><a href="/p/{(n * 5 + k) % PAGES}.html">page {(n * 5 + k) % PAGES}</a></li>' for k in range(1, 6))
+    links = "".join(
+        f'<li><a href="/p/{(n * 5 + k) % PAGES}.html">page {(n * 5 + k) % PAGES}</a></li>' for k in range(1, 6)
+    )
     words = " ".join(f"word{(n * 31 + i) % 997}" for i in range(900))  # about 8 KB of text
     note = f"<p>Edited page {n}: this text is new.</p>" if edited else ""
     return f"<!DOCTYPE html><html><head><title>Page {n}</title></head><body><h1>Page {n}</h1>{note}<p>{words}</p><ul>{links}</ul></body></html>"
@@ -34,7 +36,9 @@ def nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nginx]:
     with Nginx(tmp_path_factory.mktemp("nginx"), address="127.0.0.90") as server:
         (server.root / "p").mkdir()
         (server.root / "robots.txt").write_text("User-agent: *\nDisallow:\n")
-        (server.root / "index.html").write_text('<html><head><title>Home</title></head><body><a href="/p/0.html">start</a></body></html>')
+        (server.root / "index.html").write_text(
+            '<html><head><title>Home</title></head><body><a href="/p/0.html">start</a></body></html>'
+        )
         for n in range(PAGES):
             (server.root / "p" / f"{n}.html").write_text(_page(n))
         yield server
@@ -66,8 +70,10 @@ def test_a_recrawl_moves_only_what_changed(nginx: Nginx, tmp_path: Path, capsys:
     crawl("links", database, url=nginx.url, job_id="recrawl", settings=RECRAWL)
     second = _figures(nginx.log()[len(first_log) :])
     with capsys.disabled():
-        print(f"\nre-crawl of {PAGES + 1} pages served by nginx: first run {first}; second run {second}; "
-              f"bytes ratio {second['bytes'] / first['bytes']:.3f}")  # fmt: skip
+        print(
+            f"\nre-crawl of {PAGES + 1} pages served by nginx: first run {first}; second run {second}; "
+            f"bytes ratio {second['bytes'] / first['bytes']:.3f}"
+        )
 
     assert first["requests"] == first["200"] == PAGES + 1
     assert second["requests"] == PAGES + 1

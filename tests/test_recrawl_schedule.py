@@ -145,7 +145,14 @@ counts = st.integers(min_value=0, max_value=1_000)
 
 
 @settings(deadline=None)  # pure arithmetic: a deadline would only measure the machine's load
-@given(intervals, counts, counts, st.booleans(), st.floats(min_value=0, max_value=10 * DAY), st.floats(min_value=10 * DAY, max_value=400 * DAY))
+@given(
+    intervals,
+    counts,
+    counts,
+    st.booleans(),
+    st.floats(min_value=0, max_value=10 * DAY),
+    st.floats(min_value=10 * DAY, max_value=400 * DAY),
+)
 def test_every_schedule_stays_within_bounds_and_counts_visits(
     interval: float, revisits_before: int, changes: int, changed: bool, low: float, high: float
 ) -> None:

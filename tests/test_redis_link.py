@@ -4,11 +4,11 @@ through once Redis takes writes again."""
 
 from __future__ import annotations
 
-import pytest
 import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry

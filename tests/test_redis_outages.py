@@ -4,10 +4,10 @@ leases, and a crawl whose workers were all killed."""
 
 from __future__ import annotations
 
-import pytest
 import time
 from pathlib import Path
 
+import pytest
 import redis
 from redis.crc import key_slot
 
@@ -22,12 +22,23 @@ pytestmark = pytest.mark.integration
 SILENCE = 5.0
 
 
-def test_redis_answering_nothing_pauses_the_worker_whose_reactor_stays_responsive(web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path) -> None:
+def test_redis_answering_nothing_pauses_the_worker_whose_reactor_stays_responsive(
+    web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path
+) -> None:
     database = postgres_database
     run = redis_blackholed(
-        web, database, REDIS_ADDRESS, crawl_name, tmp_path, site="shared", silence=SILENCE,
-        settings={"CRAWLER_LEASE_SECONDS": "3", "CRAWLER_REDIS_RETRY_SECONDS": "0.5"},  # the silence outlives the leases
-    )  # fmt: skip
+        web,
+        database,
+        REDIS_ADDRESS,
+        crawl_name,
+        tmp_path,
+        site="shared",
+        silence=SILENCE,
+        settings={
+            "CRAWLER_LEASE_SECONDS": "3",
+            "CRAWLER_REDIS_RETRY_SECONDS": "0.5",
+        },  # the silence outlives the leases
+    )
     (log,) = run.logs
     assert "Redis unavailable" in log and "Redis available again" in log, log[-3000:]
     assert "Traceback" not in log, log[-3000:]
@@ -39,12 +50,19 @@ def test_redis_answering_nothing_pauses_the_worker_whose_reactor_stays_responsiv
     assert run.fetched_twice == []  # leases outlived by the silence were renewed before anything else
 
 
-def test_postgres_away_longer_than_the_leases_fetches_no_page_twice(web: TestWeb, crawl_name: str, tmp_path: Path) -> None:
+def test_postgres_away_longer_than_the_leases_fetches_no_page_twice(
+    web: TestWeb, crawl_name: str, tmp_path: Path
+) -> None:
     lease, outage = 2.0, 6.0
     run = postgres_stopped(
-        web, crawl_name, tmp_path, site="shared", workers=2, outage=outage,
+        web,
+        crawl_name,
+        tmp_path,
+        site="shared",
+        workers=2,
+        outage=outage,
         settings={"REDIS_URL": REDIS_URL, "CRAWLER_LEASE_SECONDS": str(lease)},
-    )  # fmt: skip
+    )
     assert any("Database available again" in log for log in run.logs), run.logs[0][-3000:]
     assert run.fetched_twice == []
     assert run.rows.keys() == {"/", "/private/page"} | {f"/p/{n}" for n in range(150)}
@@ -52,11 +70,18 @@ def test_postgres_away_longer_than_the_leases_fetches_no_page_twice(web: TestWeb
     assert renewed > 0
 
 
-def test_a_crawl_whose_workers_were_all_killed_is_reclaimed_by_the_next_run(web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path) -> None:
+def test_a_crawl_whose_workers_were_all_killed_is_reclaimed_by_the_next_run(
+    web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path
+) -> None:
     database = postgres_database
     web.clear()
     # No idle close: the worker waits for work until it is killed, its crawl's keys left behind.
-    settings = {"REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl_name, "CRAWLER_IDLE_CLOSE_SECONDS": "0", "CRAWLER_CRAWL_REAP_SECONDS": "2"}
+    settings = {
+        "REDIS_URL": REDIS_URL,
+        "CRAWLER_CRAWL_ID": crawl_name,
+        "CRAWLER_IDLE_CLOSE_SECONDS": "0",
+        "CRAWLER_CRAWL_REAP_SECONDS": "2",
+    }
     worker = start_crawl("links", database, tmp_path / "killed.log", url=web.url("fast"), settings=settings)
     deadline = time.monotonic() + 90
     while len({entry.path for entry in web.log("fast")}) < 42:  # robots.txt and every page
@@ -80,7 +105,12 @@ def test_a_crawl_whose_workers_were_all_killed_is_reclaimed_by_the_next_run(web:
 
 def test_every_key_of_a_crawl_hashes_to_one_cluster_slot(crawl_name: str) -> None:
     frontier = FrontierStore(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl_name))
-    keys = [frontier.key("ready"), frontier.key("q", "a.example", "0"), frontier.key("d", "b.example"), frontier.key("seen", "7")]
+    keys = [
+        frontier.key("ready"),
+        frontier.key("q", "a.example", "0"),
+        frontier.key("d", "b.example"),
+        frontier.key("seen", "7"),
+    ]
     assert len({key_slot(key.encode()) for key in keys}) == 1
 
 

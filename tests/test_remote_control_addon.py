@@ -41,8 +41,14 @@ def test_taken_out_of_the_extensions_while_off() -> None:
 @pytest.mark.integration
 def test_a_crawl_loads_it_only_when_turned_on() -> None:
     def loaded(switch: str) -> str:
-        result = subprocess.run([sys.executable, "-c", EXTENSIONS_LOADED, switch], cwd=ROOT, env=crawl_environment(),
-                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-c", EXTENSIONS_LOADED, switch],
+            cwd=ROOT,
+            env=crawl_environment(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         return result.stdout.strip()
 

@@ -27,7 +27,9 @@ def test_an_answer_is_kept_for_the_ttl_and_a_failure_is_tried_again_soon() -> No
     assert cache.get("a.example", 100.0) is None
 
 
-def test_every_process_reads_a_file_another_fetched_with_its_verdict(redis_client: redis.Redis, crawl_name: str) -> None:
+def test_every_process_reads_a_file_another_fetched_with_its_verdict(
+    redis_client: redis.Redis, crawl_name: str
+) -> None:
     robots = CrawlServices.of(get_crawler(Spider, project_settings())).robots
     assert robots is not None
     store = FrontierStore(redis_client, crawl_keys(crawl_name), FrontierConfig())

@@ -90,7 +90,9 @@ def test_crawl_delay_cases() -> None:
 
 
 def test_sitemap_lines_are_collected_once_each() -> None:
-    rules = RobotsRules.parse("Sitemap: https://a/s.xml\nUser-agent: *\nSitemap: https://a/s.xml\nSitemap: https://a/t.xml", "crawler")
+    rules = RobotsRules.parse(
+        "Sitemap: https://a/s.xml\nUser-agent: *\nSitemap: https://a/s.xml\nSitemap: https://a/t.xml", "crawler"
+    )
     assert rules.sitemaps == ["https://a/s.xml", "https://a/t.xml"]
 
 
@@ -135,4 +137,7 @@ def test_matched_rule_always_agrees_with_the_verdict(lines, paths, agent) -> Non
             assert not decision.allowed
         else:
             assert decision.allowed
-            assert decision.rule.startswith("Allow") or decision.rule in ("no rule matched", "no group for this user agent")
+            assert decision.rule.startswith("Allow") or decision.rule in (
+                "no rule matched",
+                "no group for this user agent",
+            )

@@ -51,7 +51,12 @@ class Scrapyd:
         pairs = [f"{name}={value}" for name, value in {**FAST, **(settings or {})}.items()]
         answer = requests.post(
             f"{self.url}/schedule.json",
-            data=[("project", "crawler"), ("spider", spider), *arguments.items(), *(("setting", pair) for pair in pairs)],
+            data=[
+                ("project", "crawler"),
+                ("spider", spider),
+                *arguments.items(),
+                *(("setting", pair) for pair in pairs),
+            ],
             timeout=30,
         )
         body = answer.json()
@@ -60,7 +65,9 @@ class Scrapyd:
 
     def state(self, job: str) -> str | None:
         jobs = self.call("listjobs.json")
-        return next((state for state in ("pending", "running", "finished") if any(j["id"] == job for j in jobs[state])), None)
+        return next(
+            (state for state in ("pending", "running", "finished") if any(j["id"] == job for j in jobs[state])), None
+        )
 
     def wait(self, job: str, state: str, timeout: float = 60) -> float:
         """Seconds until ``job`` is in ``state``."""
@@ -93,9 +100,16 @@ def scrapyd(tmp_path_factory: pytest.TempPathFactory, module_postgres_database: 
     try:
         wait_until(lambda: process.poll() is None and _answers(server.url), 30, "scrapyd to listen")
         egg = home / "crawler.egg"
-        subprocess.run([str(BIN / "scrapyd-deploy"), "--build-egg", str(egg)], cwd=ROOT, check=True, capture_output=True)
+        subprocess.run(
+            [str(BIN / "scrapyd-deploy"), "--build-egg", str(egg)], cwd=ROOT, check=True, capture_output=True
+        )
         with egg.open("rb") as file:
-            answer = requests.post(f"{server.url}/addversion.json", data={"project": "crawler", "version": "1"}, files={"egg": file}, timeout=60)
+            answer = requests.post(
+                f"{server.url}/addversion.json",
+                data={"project": "crawler", "version": "1"},
+                files={"egg": file},
+                timeout=60,
+            )
         assert answer.json()["status"] == "ok", answer.text
         assert answer.json()["spiders"] == 2
         yield server
@@ -122,15 +136,21 @@ def _answers(url: str) -> bool:
         return False
 
 
-def test_links_and_sitemap_jobs_write_their_rows_under_scrapyd_job_ids(scrapyd: Scrapyd, web: TestWeb, module_postgres_database: Database) -> None:
+def test_links_and_sitemap_jobs_write_their_rows_under_scrapyd_job_ids(
+    scrapyd: Scrapyd, web: TestWeb, module_postgres_database: Database
+) -> None:
     links = scrapyd.schedule("links", url=web.url("links"), max_pages="8")
     sitemap = scrapyd.schedule("sitemap", url=web.url("fallback"))
     for job in (links, sitemap):
         scrapyd.wait(job, "finished")
-    jobs = dict(module_postgres_database.query("SELECT id, status FROM crawl_jobs WHERE id IN (?, ?)", (links, sitemap)))
+    jobs = dict(
+        module_postgres_database.query("SELECT id, status FROM crawl_jobs WHERE id IN (?, ?)", (links, sitemap))
+    )
     assert jobs == {links: "finished", sitemap: "finished"}, scrapyd.log("links", links)[-3000:]
     # The budget of 8 pages: the home page and what it links to first, two of them noindex.
-    fetched = module_postgres_database.query("SELECT job_id, COUNT(*) FROM pages WHERE status IN ('fetched', 'noindex') GROUP BY job_id")
+    fetched = module_postgres_database.query(
+        "SELECT job_id, COUNT(*) FROM pages WHERE status IN ('fetched', 'noindex') GROUP BY job_id"
+    )
     counts = dict(fetched)
     assert counts[links] == 8
     assert counts[sitemap] >= 1
@@ -139,11 +159,15 @@ def test_links_and_sitemap_jobs_write_their_rows_under_scrapyd_job_ids(scrapyd: 
     assert "Traceback" not in log and "Scraped from" not in log
 
 
-def test_cancel_stops_the_job_and_leaves_skipped_rows(scrapyd: Scrapyd, web: TestWeb, module_postgres_database: Database) -> None:
+def test_cancel_stops_the_job_and_leaves_skipped_rows(
+    scrapyd: Scrapyd, web: TestWeb, module_postgres_database: Database
+) -> None:
     job = scrapyd.schedule("links", url=web.url("killable"))
 
     def some_fetched() -> bool:
-        rows = module_postgres_database.query("SELECT COUNT(*) FROM pages WHERE job_id = ? AND status = 'fetched'", (job,))
+        rows = module_postgres_database.query(
+            "SELECT COUNT(*) FROM pages WHERE job_id = ? AND status = 'fetched'", (job,)
+        )
         return rows[0][0] >= 5
 
     wait_until(some_fetched, 60, "pages of the job to be written")
@@ -151,16 +175,22 @@ def test_cancel_stops_the_job_and_leaves_skipped_rows(scrapyd: Scrapyd, web: Tes
     scrapyd.wait(job, "finished", timeout=60)
     log = scrapyd.log("links", job)
     assert "Received SIGINT, shutting down gracefully" in log
-    status, reason = module_postgres_database.query("SELECT status, finish_reason FROM crawl_jobs WHERE id = ?", (job,))[0]
+    status, reason = module_postgres_database.query(
+        "SELECT status, finish_reason FROM crawl_jobs WHERE id = ?", (job,)
+    )[0]
     assert (status, reason) == ("stopped", "shutdown")
-    skipped = module_postgres_database.query("SELECT COUNT(*) FROM pages WHERE job_id = ? AND status = 'skipped'", (job,))[0][0]
+    skipped = module_postgres_database.query(
+        "SELECT COUNT(*) FROM pages WHERE job_id = ? AND status = 'skipped'", (job,)
+    )[0][0]
     assert skipped > 0
 
 
 def test_second_cancel_forces_the_end_of_a_job_still_closing(scrapyd: Scrapyd, web: TestWeb) -> None:
     job = scrapyd.schedule("links", url=web.url("stalling"), settings={"DOWNLOAD_TIMEOUT": "60"})
     host, port = web.url("stalling").split("//")[1].rstrip("/").split(":")
-    wait_until(lambda: _connected_to(host, int(port)), 60, "the robots.txt request to be on its way (its answer takes 20 s)")
+    wait_until(
+        lambda: _connected_to(host, int(port)), 60, "the robots.txt request to be on its way (its answer takes 20 s)"
+    )
     scrapyd.call("cancel.json", project="crawler", job=job)
     time.sleep(1)
     assert scrapyd.state(job) == "running", "the first cancel is a graceful stop, which waits for the download"
@@ -171,7 +201,9 @@ def test_second_cancel_forces_the_end_of_a_job_still_closing(scrapyd: Scrapyd, w
     assert "Received SIGINT, shutting down gracefully" in log and "Spider closed" not in log
 
 
-def test_two_jobs_of_one_shared_crawl_both_end_on_their_own(scrapyd: Scrapyd, web: TestWeb, module_postgres_database: Database, crawl_name: str) -> None:
+def test_two_jobs_of_one_shared_crawl_both_end_on_their_own(
+    scrapyd: Scrapyd, web: TestWeb, module_postgres_database: Database, crawl_name: str
+) -> None:
     shared = {"REDIS_URL": REDIS_URL, "CRAWLER_IDLE_CLOSE_SECONDS": "1"}
     jobs = [scrapyd.schedule("links", settings=shared, url=web.url("fast"), crawl=crawl_name) for _ in range(2)]
     for job in jobs:
@@ -179,7 +211,8 @@ def test_two_jobs_of_one_shared_crawl_both_end_on_their_own(scrapyd: Scrapyd, we
     statuses = module_postgres_database.query("SELECT id, status FROM crawl_jobs WHERE id IN (?, ?)", tuple(jobs))
     assert dict(statuses) == {job: "finished" for job in jobs}
     prefix = web.url("fast", "/p/")
-    fetched = module_postgres_database.query("SELECT url, job_id FROM pages WHERE url LIKE ? AND status = 'fetched'", (prefix + "%",))
+    fetched = module_postgres_database.query(
+        "SELECT url, job_id FROM pages WHERE url LIKE ? AND status = 'fetched'", (prefix + "%",)
+    )
     assert len(fetched) == 40
     assert {job for _, job in fetched} <= set(jobs)
-

@@ -13,11 +13,11 @@ import redis
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
-from crawler.seen.bloom_shape import MAX_BLOCK_BITS, BloomShape
-from crawler.seen.bloom import BloomSeenFilter
-from crawler.seen.filter import has_bloom_module
 from crawler.redis.keys import delete_matching
 from crawler.redis.store import FrontierConfig, FrontierStore
+from crawler.seen.bloom import BloomSeenFilter
+from crawler.seen.bloom_shape import MAX_BLOCK_BITS, BloomShape
+from crawler.seen.filter import has_bloom_module
 from tests.conftest import REDIS_URL
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
@@ -32,7 +32,9 @@ def _fingerprint(n: int) -> bytes:
     ("capacity", "error_rate", "bits_per_item", "hashes"),
     [(1_000, 0.01, 9.59, 7), (1_000_000, 0.001, 14.38, 10), (1_000_000, 1e-6, 28.76, 20)],
 )
-def test_the_shape_follows_the_textbook_formulas(capacity: int, error_rate: float, bits_per_item: float, hashes: int) -> None:
+def test_the_shape_follows_the_textbook_formulas(
+    capacity: int, error_rate: float, bits_per_item: float, hashes: int
+) -> None:
     shape = BloomShape.for_capacity(capacity, error_rate)
     assert shape.bits * shape.blocks / capacity == pytest.approx(bits_per_item, abs=0.01)
     assert shape.hashes == hashes
@@ -135,7 +137,9 @@ def test_a_redisbloom_filter_of_another_shape_is_not_reserved_twice(bloom_redis:
     first.clear()
 
 
-def test_the_frontier_queues_a_request_once_through_the_bloom_filter(redis_client: redis.Redis, crawl_name: str) -> None:
+def test_the_frontier_queues_a_request_once_through_the_bloom_filter(
+    redis_client: redis.Redis, crawl_name: str
+) -> None:
     prefix = f"crawler:{{{crawl_name}}}"
     frontier = FrontierStore(redis_client, prefix, FrontierConfig(robots=False))
     seen = _filter(redis_client, f"{prefix}:seen", 1_000, 0.001, use_module=False)
@@ -148,16 +152,23 @@ def test_the_frontier_queues_a_request_once_through_the_bloom_filter(redis_clien
 
 
 @pytest.mark.integration
-def test_a_shared_crawl_with_the_bloom_filter_crawls_every_page_once(web: TestWeb, database: Database, crawl_name: str) -> None:
+def test_a_shared_crawl_with_the_bloom_filter_crawls_every_page_once(
+    web: TestWeb, database: Database, crawl_name: str
+) -> None:
     web.clear()
     settings = {
-        "REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl_name, "CRAWLER_IDLE_CLOSE_SECONDS": "0.5",
-        "CRAWLER_SEEN_FILTER": "bloom", "CRAWLER_BLOOM_CAPACITY": "10000",
-    }  # fmt: skip
+        "REDIS_URL": REDIS_URL,
+        "CRAWLER_CRAWL_ID": crawl_name,
+        "CRAWLER_IDLE_CLOSE_SECONDS": "0.5",
+        "CRAWLER_SEEN_FILTER": "bloom",
+        "CRAWLER_BLOOM_CAPACITY": "10000",
+    }
     crawl("links", database, url=web.url("links"), settings=settings)
     log = web.log("links")
     answered = Counter(entry.path for entry in log if entry.status < 500)  # a 5xx is retried
     assert [path for path, n in answered.items() if n > 1] == []
     pages = database.pages()
-    covered = {url.removeprefix(web.base("links")) for row in pages.values() for url in (row["url"], row["final_url"]) if url}
+    covered = {
+        url.removeprefix(web.base("links")) for row in pages.values() for url in (row["url"], row["final_url"]) if url
+    }
     assert len(pages) >= 10 and covered >= {entry.path for entry in log if entry.status == 200} - {"/robots.txt"}

@@ -96,7 +96,12 @@ URLSET = b"""<?xml version="1.0" encoding="UTF-8"?>
 def test_urlset_fields() -> None:
     document = parse_sitemap(URLSET, "https://e.com/sitemap.xml")
     a, b = document.entries
-    assert (a.loc, a.lastmod, a.changefreq, a.priority) == ("https://e.com/a", datetime(2024, 1, 2, 1, 4, 5, tzinfo=UTC), "daily", 0.9)
+    assert (a.loc, a.lastmod, a.changefreq, a.priority) == (
+        "https://e.com/a",
+        datetime(2024, 1, 2, 1, 4, 5, tzinfo=UTC),
+        "daily",
+        0.9,
+    )
     assert (b.loc, b.lastmod, b.changefreq, b.priority) == ("https://e.com/b", None, None, None)
 
 
@@ -138,7 +143,7 @@ def test_external_entities_are_not_read(tmp_path) -> None:
 
 
 def test_index_listing_itself_is_returned_for_the_caller_to_guard() -> None:
-    index = b'<sitemapindex><sitemap><loc>https://e.com/i.xml</loc></sitemap></sitemapindex>'
+    index = b"<sitemapindex><sitemap><loc>https://e.com/i.xml</loc></sitemap></sitemapindex>"
     document = parse_sitemap(index, "https://e.com/i.xml")
     assert document.is_index and [e.loc for e in document.entries] == ["https://e.com/i.xml"]
 
@@ -146,7 +151,12 @@ def test_index_listing_itself_is_returned_for_the_caller_to_guard() -> None:
 def test_text_sitemap() -> None:
     body = b"https://e.com/1\n\n  https://e.com/2  \nnot a url\nwww.e.com/3\r\nhttps://e.com/4#frag\n"
     document = parse_sitemap(body, "https://e.com/s.txt")
-    assert [e.loc for e in document.entries] == ["https://e.com/1", "https://e.com/2", "http://www.e.com/3", "https://e.com/4"]
+    assert [e.loc for e in document.entries] == [
+        "https://e.com/1",
+        "https://e.com/2",
+        "http://www.e.com/3",
+        "https://e.com/4",
+    ]
     assert document.kind == "text" and len(document.problems) == 1
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Self
 
 import pytest
-
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 
@@ -48,7 +47,9 @@ def database(tmp_path: Path) -> Database:
     return Database(f"sqlite:///{tmp_path / 'crawler.db'}")  # storage is not the subject
 
 
-def test_spacing_counts_from_the_socket_write_on_a_busy_reactor(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+def test_spacing_counts_from_the_socket_write_on_a_busy_reactor(
+    web: TestWeb, database: Database, frontier: dict[str, str]
+) -> None:
     web.clear()
     extensions = json.dumps({f"{__name__}.StallBeforeSend": 0})
     result = crawl("links", database, url=web.url("delayed"), settings={**frontier, "EXTENSIONS": extensions})
@@ -59,7 +60,9 @@ def test_spacing_counts_from_the_socket_write_on_a_busy_reactor(web: TestWeb, da
     assert "limiter/unstamped_count" not in result.stderr  # every departure was seen at the socket
 
 
-def test_requests_leave_the_margin_later_than_the_delay_allows(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:
+def test_requests_leave_the_margin_later_than_the_delay_allows(
+    web: TestWeb, database: Database, frontier: dict[str, str]
+) -> None:
     web.clear()
     crawl("links", database, url=web.url("delayed"), settings={**frontier, "CRAWLER_SPACING_MARGIN": "0.5"})
     starts = sorted(entry.start for entry in web.log("delayed"))

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 import pytest
 
 from crawler.items import PageItem
-from crawler.storage.rows import page_row
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch
 from crawler.storage.jobs import JobRecord, finish_job, start_job
+from crawler.storage.rows import page_row
 from crawler.storage.schema import MIGRATIONS
 from tests.helpers import Database
 
@@ -19,8 +19,15 @@ from tests.helpers import Database
 def _page(url: str, status: str = "fetched", **fields) -> PageItem:
     from crawler.identity import surt_key, url_hash
 
-    return PageItem(url=url, url_hash=url_hash(url), surt_key=surt_key(url), domain="e.example", status=status,
-                    crawled_at=datetime.now(UTC), **fields)  # fmt: skip
+    return PageItem(
+        url=url,
+        url_hash=url_hash(url),
+        surt_key=surt_key(url),
+        domain="e.example",
+        status=status,
+        crawled_at=datetime.now(UTC),
+        **fields,
+    )
 
 
 def test_schema_is_created_once_and_versioned(database: Database) -> None:
@@ -39,7 +46,9 @@ def test_schema_is_created_once_and_versioned(database: Database) -> None:
         assert database.query(f"SELECT COUNT(*) FROM {table}") == [(0,)]
 
 
-def test_upsert_keeps_first_discovery_counts_consecutive_errors_and_keeps_the_last_good_copy(database: Database) -> None:
+def test_upsert_keeps_first_discovery_counts_consecutive_errors_and_keeps_the_last_good_copy(
+    database: Database,
+) -> None:
     async def scenario() -> None:
         backend = open_backend(database.url)
         await backend.open()
@@ -85,8 +94,15 @@ def test_jobs(database: Database) -> None:
         backend = open_backend(database.url)
         await backend.open()
         await start_job(backend, JobRecord("j1", "links", "http://e.example/", datetime.now(UTC)))
-        await finish_job(backend, "j1", finished_at=datetime.now(UTC), status="finished", reason="finished",
-                                 counters={"pages_fetched": 3, "pages_failed": 1, "rows_written": 5}, stats="{}")  # fmt: skip
+        await finish_job(
+            backend,
+            "j1",
+            finished_at=datetime.now(UTC),
+            status="finished",
+            reason="finished",
+            counters={"pages_fetched": 3, "pages_failed": 1, "rows_written": 5},
+            stats="{}",
+        )
         await backend.close()
 
     asyncio.run(scenario())
@@ -101,13 +117,39 @@ def test_unknown_database_url_is_a_clear_error() -> None:
 
 
 _GOOD = dict(
-    title="Good", description="d", text="the text", body=b"<html>", content_hash="h1", links='["http://e.example/b"]',
-    links_count=1, content_type="text/html", content_length=6, etag='"v1"', last_modified="Mon, 01 Jan 2024 00:00:00 GMT",
-    final_url="http://e.example/a", depth=2, referrer="http://e.example/", recrawl_interval_seconds=7200.0,
-    visit_count=3, change_count=1, next_crawl_at=datetime(2030, 1, 1, tzinfo=UTC),
-)  # fmt: skip
-_CONTENT = ("title", "description", "text", "body", "content_hash", "links", "links_count", "content_type",
-            "content_length", "etag", "last_modified", "final_url")  # fmt: skip
+    title="Good",
+    description="d",
+    text="the text",
+    body=b"<html>",
+    content_hash="h1",
+    links='["http://e.example/b"]',
+    links_count=1,
+    content_type="text/html",
+    content_length=6,
+    etag='"v1"',
+    last_modified="Mon, 01 Jan 2024 00:00:00 GMT",
+    final_url="http://e.example/a",
+    depth=2,
+    referrer="http://e.example/",
+    recrawl_interval_seconds=7200.0,
+    visit_count=3,
+    change_count=1,
+    next_crawl_at=datetime(2030, 1, 1, tzinfo=UTC),
+)
+_CONTENT = (
+    "title",
+    "description",
+    "text",
+    "body",
+    "content_hash",
+    "links",
+    "links_count",
+    "content_type",
+    "content_length",
+    "etag",
+    "last_modified",
+    "final_url",
+)
 _SCHEDULE = ("recrawl_interval_seconds", "visit_count", "change_count", "next_crawl_at")
 
 
@@ -133,11 +175,29 @@ def test_a_failed_visit_changes_only_the_visit_columns(database: Database) -> No
     before = _row(database, (*_CONTENT, *_SCHEDULE, "depth", "referrer"))
     failed = _page(url, "error", error="TimeoutError: took longer than 30.0 seconds", http_status=503, job_id="later")
     _write_pages(database, failed)
-    after = _row(database, (*_CONTENT, *_SCHEDULE, "depth", "referrer", "status", "error", "http_status", "error_count",
-                            "crawled_at", "job_id"))  # fmt: skip
+    after = _row(
+        database,
+        (
+            *_CONTENT,
+            *_SCHEDULE,
+            "depth",
+            "referrer",
+            "status",
+            "error",
+            "http_status",
+            "error_count",
+            "crawled_at",
+            "job_id",
+        ),
+    )
     assert {c: after[c] for c in before} == before
     assert (after["status"], after["error"], after["http_status"], after["error_count"], after["job_id"]) == (
-        "error", failed.error, 503, 1, "later")  # fmt: skip
+        "error",
+        failed.error,
+        503,
+        1,
+        "later",
+    )
     assert after["crawled_at"] in (failed.crawled_at, failed.crawled_at.isoformat())
 
 
@@ -145,8 +205,15 @@ def test_an_unchanged_visit_keeps_the_content_and_records_the_visit_and_schedule
     url = "http://e.example/a"
     _write_pages(database, _page(url, **_GOOD))
     content = _row(database, _CONTENT)
-    visit = _page(url, "unchanged", http_status=304, recrawl_interval_seconds=10080.0, visit_count=4, change_count=1,
-                  next_crawl_at=datetime(2031, 1, 1, tzinfo=UTC))  # fmt: skip
+    visit = _page(
+        url,
+        "unchanged",
+        http_status=304,
+        recrawl_interval_seconds=10080.0,
+        visit_count=4,
+        change_count=1,
+        next_crawl_at=datetime(2031, 1, 1, tzinfo=UTC),
+    )
     _write_pages(database, _page(url, "error", error="HTTP 500"), visit)
     after = _row(database, (*_CONTENT, *_SCHEDULE, "status", "http_status", "error", "error_count"))
     assert {c: after[c] for c in _CONTENT} == content
@@ -157,6 +224,13 @@ def test_an_unchanged_visit_keeps_the_content_and_records_the_visit_and_schedule
 
 def test_a_changed_page_replaces_the_stored_copy(database: Database) -> None:
     url = "http://e.example/a"
-    _write_pages(database, _page(url, **_GOOD), _page(url, title="New", text="new text", content_hash="h2", etag='"v2"'))
+    _write_pages(
+        database, _page(url, **_GOOD), _page(url, title="New", text="new text", content_hash="h2", etag='"v2"')
+    )
     assert _row(database, ("title", "text", "content_hash", "etag", "links")) == {
-        "title": "New", "text": "new text", "content_hash": "h2", "etag": '"v2"', "links": None}  # fmt: skip
+        "title": "New",
+        "text": "new text",
+        "content_hash": "h2",
+        "etag": '"v2"',
+        "links": None,
+    }

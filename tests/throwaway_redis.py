@@ -39,10 +39,22 @@ class ThrowawayRedis:
             raise RuntimeError("redis-server not found: install the Redis server package (redis-server)")
         self.root.mkdir(parents=True, exist_ok=True)
         command = [
-            server, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.root),
-            "--appendonly", "yes" if self.persistent else "no", "--appendfsync", "always", "--save", "",
-            "--daemonize", "no",
-        ]  # fmt: skip
+            server,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.root),
+            "--appendonly",
+            "yes" if self.persistent else "no",
+            "--appendfsync",
+            "always",
+            "--save",
+            "",
+            "--daemonize",
+            "no",
+        ]
         for module in self.modules:
             command += ["--loadmodule", module]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -11,12 +11,12 @@ from aiohttp.http_exceptions import HttpProcessingError
 from scrapy.settings import BaseSettings
 
 from crawler.api.auth import ANONYMOUS, COOKIE, Identity
-from crawler.api.serve_config import ServeConfig
+from crawler.api.context import CONTEXT, IDENTITY, ApiContext, context
 from crawler.api.openapi import describe
 from crawler.api.routes import ROUTES
 from crawler.api.routes.site_routes import OPENAPI
 from crawler.api.routing import Handler, Route
-from crawler.api.context import IDENTITY, CONTEXT, ApiContext, context
+from crawler.api.serve_config import ServeConfig
 from crawler.storage import StorageUnavailable
 
 logger = logging.getLogger(__name__)
@@ -66,11 +66,17 @@ def guarded(route: Route) -> Handler:
     async def handler(request: web.Request) -> web.StreamResponse:
         who: Identity = request[IDENTITY]
         if not who.may(route.role):
-            return error(401, "authentication required") if who is ANONYMOUS else error(403, f"the {who.role} role may not do this")
+            return (
+                error(401, "authentication required")
+                if who is ANONYMOUS
+                else error(403, f"the {who.role} role may not do this")
+            )
         if route.tier is not None:
             decision = context(request).limits.hit(route.tier, who.username)
             if not decision.allowed:
-                return error(429, f"rate limit of the {route.tier} tier reached", {"Retry-After": str(decision.retry_after)})
+                return error(
+                    429, f"rate limit of the {route.tier} tier reached", {"Retry-After": str(decision.retry_after)}
+                )
         return await route.handler(request)
 
     return handler

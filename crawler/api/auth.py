@@ -12,15 +12,16 @@ import hashlib
 import json
 import secrets
 from dataclasses import dataclass
-from functools import cache
 from datetime import timedelta
+from functools import cache
 from typing import Protocol
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from crawler.storage import StorageBackend
-from crawler.storage.accounts import create_session, delete_session, save_user as store_user, session_user, user_credentials
+from crawler.storage.accounts import create_session, delete_session, session_user, user_credentials
+from crawler.storage.accounts import save_user as store_user
 from crawler.storage.values import utc_now
 
 ROLES = ("user", "admin")

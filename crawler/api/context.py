@@ -42,7 +42,9 @@ class ApiContext:
         client = frontier = None
         if config.redis_url:
             timeout = settings.getfloat("CRAWLER_REDIS_TIMEOUT")
-            client = redis.asyncio.Redis.from_url(config.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout)
+            client = redis.asyncio.Redis.from_url(
+                config.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout
+            )
             frontier = FrontierView(settings)
         sessions: SessionStore = (
             RedisSessions(client, f"{config.key_prefix}session:", config.session_seconds)
@@ -51,7 +53,9 @@ class ApiContext:
         )
         limits = TieredLimits(config.rate_limits, config.rate_window, time.monotonic)
         normalize = UrlNormalizer(settings.getlist("CRAWLER_TRACKING_PARAMS"))
-        return cls(config, db, client, frontier, sessions, limits, normalize, StoredOnlyCount(STORED_ONLY_RECOUNT_SECONDS))
+        return cls(
+            config, db, client, frontier, sessions, limits, normalize, StoredOnlyCount(STORED_ONLY_RECOUNT_SECONDS)
+        )
 
     async def close(self) -> None:
         if self.redis is not None:
@@ -62,7 +66,9 @@ class ApiContext:
 
     async def record(self, identity: Identity, action: str, target: str | None = None, detail: Any = None) -> None:
         """An admin action in ``admin_actions``: who, what, on what, when."""
-        await record_action(self.db, identity.username, action, target, None if detail is None else json.dumps(detail), utc_now())
+        await record_action(
+            self.db, identity.username, action, target, None if detail is None else json.dumps(detail), utc_now()
+        )
 
 
 CONTEXT = web.AppKey("context", ApiContext)

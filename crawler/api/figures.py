@@ -63,7 +63,7 @@ def totals(stats: Iterable[Stats]) -> dict[str, float]:
 
 
 def statuses(stats: Stats) -> dict[str, float]:
-    return {key[len(STATUS_PREFIX):]: value for key, value in stats.items() if key.startswith(STATUS_PREFIX)}
+    return {key[len(STATUS_PREFIX) :]: value for key, value in stats.items() if key.startswith(STATUS_PREFIX)}
 
 
 def frontier_size(stats: Stats) -> float:
@@ -127,13 +127,22 @@ def alerts(per_minute: list[Point], stale_workers: Iterable[str], heartbeat_time
     in the last minute, a worker silent for longer than the heartbeat timeout."""
     found = []
     recent = per_minute[-ERROR_RATE_MINUTES:]
-    if len(recent) == ERROR_RATE_MINUTES and all(p.responses and p.errors / p.responses > ERROR_RATE_THRESHOLD for p in recent):
+    if len(recent) == ERROR_RATE_MINUTES and all(
+        p.responses and p.errors / p.responses > ERROR_RATE_THRESHOLD for p in recent
+    ):
         rate = sum(p.errors for p in recent) / sum(p.responses for p in recent)
-        found.append(Alert("high_error_rate", f"{rate:.0%} of responses were 4xx/5xx over the last {ERROR_RATE_MINUTES} minutes"))
+        found.append(
+            Alert("high_error_rate", f"{rate:.0%} of responses were 4xx/5xx over the last {ERROR_RATE_MINUTES} minutes")
+        )
     if len(per_minute) >= 2:
         previous, latest = per_minute[-2].frontier, per_minute[-1].frontier
         if previous and latest is not None and (latest - previous) / previous > BACKLOG_GROWTH:
-            found.append(Alert("frontier_backlog", f"the frontier grew {(latest - previous) / previous:.0%} in the last minute ({previous:.0f} to {latest:.0f})"))
+            found.append(
+                Alert(
+                    "frontier_backlog",
+                    f"the frontier grew {(latest - previous) / previous:.0%} in the last minute ({previous:.0f} to {latest:.0f})",
+                )
+            )
     for worker in stale_workers:
         found.append(Alert("worker_crash", f"worker {worker} has sent no heartbeat for over {heartbeat_timeout:.0f} s"))
     return found

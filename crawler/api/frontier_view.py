@@ -33,7 +33,15 @@ class FrontierView:
         rows = []
         for crawl in self.crawls():
             sizes = self.frontier(crawl).sizes()
-            rows.append({"crawl": crawl, "queued": sizes.queued, "delayed": sizes.delayed, "leased": sizes.leased, "reclaimed": sizes.reclaimed})
+            rows.append(
+                {
+                    "crawl": crawl,
+                    "queued": sizes.queued,
+                    "delayed": sizes.delayed,
+                    "leased": sizes.leased,
+                    "reclaimed": sizes.reclaimed,
+                }
+            )
         return rows
 
     def expired_leases(self, now: float) -> int:
@@ -55,7 +63,14 @@ class FrontierView:
                         skip -= length
                         continue
                     for entry in self.client.lrange(queue, skip, skip + limit - len(found)):
-                        found.append({"crawl": crawl, "domain": domain, "priority": int(float(priority)), "url": entry.decode().split("\t", 1)[0]})
+                        found.append(
+                            {
+                                "crawl": crawl,
+                                "domain": domain,
+                                "priority": int(float(priority)),
+                                "url": entry.decode().split("\t", 1)[0],
+                            }
+                        )
                     skip = 0
                     if len(found) > limit:
                         return found[:limit], True

@@ -39,14 +39,32 @@ class CrawlCollector:
         for status, count in sorted(figures.statuses(totals).items()):
             statuses.add_metric([status], count)
         yield statuses
-        yield GaugeMetricFamily("crawler_pages_per_second", "Pages fetched per second over the last minute", value=view.pages_per_second)
+        yield GaugeMetricFamily(
+            "crawler_pages_per_second", "Pages fetched per second over the last minute", value=view.pages_per_second
+        )
         rate = view.success_rate
-        yield GaugeMetricFamily("crawler_fetch_success_rate", "Share of non-4xx/5xx responses over the last five minutes", value=1.0 if rate is None else rate)
-        yield GaugeMetricFamily("crawler_frontier_size", "Requests waiting in the frontier", value=view.frontier["size"])
-        yield GaugeMetricFamily("crawler_active_workers", "Crawl processes with a recent heartbeat", value=len(view.live_workers))
-        yield GaugeMetricFamily("crawler_blocked_domains", "Domains blocked (429 or Retry-After) right now", value=view.domains["blocked"])
-        yield GaugeMetricFamily("crawler_open_circuits", "Domains whose circuit is open", value=view.domains["circuits_open"])
-        yield GaugeMetricFamily("crawler_storage_pending_rows", "Rows waiting to be written (storage lag)", value=totals.get("storage/pending_rows", 0.0))
+        yield GaugeMetricFamily(
+            "crawler_fetch_success_rate",
+            "Share of non-4xx/5xx responses over the last five minutes",
+            value=1.0 if rate is None else rate,
+        )
+        yield GaugeMetricFamily(
+            "crawler_frontier_size", "Requests waiting in the frontier", value=view.frontier["size"]
+        )
+        yield GaugeMetricFamily(
+            "crawler_active_workers", "Crawl processes with a recent heartbeat", value=len(view.live_workers)
+        )
+        yield GaugeMetricFamily(
+            "crawler_blocked_domains", "Domains blocked (429 or Retry-After) right now", value=view.domains["blocked"]
+        )
+        yield GaugeMetricFamily(
+            "crawler_open_circuits", "Domains whose circuit is open", value=view.domains["circuits_open"]
+        )
+        yield GaugeMetricFamily(
+            "crawler_storage_pending_rows",
+            "Rows waiting to be written (storage lag)",
+            value=totals.get("storage/pending_rows", 0.0),
+        )
         yield GaugeMetricFamily("crawler_alerts", "Alerts firing", value=len(view.alerts))
         yield self._delay_histogram()
         yield from self._per_domain()
@@ -60,8 +78,12 @@ class CrawlCollector:
 
     def _per_domain(self) -> Iterator[Metric]:
         pages = CounterMetricFamily("crawler_domain_pages", "Pages fetched, busiest domains only", labels=["domain"])
-        responses_429 = CounterMetricFamily("crawler_domain_throttled_responses", "429 responses, busiest domains only", labels=["domain"])
-        delay = GaugeMetricFamily("crawler_domain_delay_seconds", "Effective delay, busiest domains only", labels=["domain"])
+        responses_429 = CounterMetricFamily(
+            "crawler_domain_throttled_responses", "429 responses, busiest domains only", labels=["domain"]
+        )
+        delay = GaugeMetricFamily(
+            "crawler_domain_delay_seconds", "Effective delay, busiest domains only", labels=["domain"]
+        )
         queued = GaugeMetricFamily("crawler_domain_queued", "Requests queued, busiest domains only", labels=["domain"])
         for row in self.busiest:
             labels = [row["domain"]]

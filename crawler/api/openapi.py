@@ -9,16 +9,26 @@ from typing import Any
 from crawler.api.routing import Route
 
 _REASONS = {
-    200: "OK", 202: "Accepted", 400: "Bad request", 401: "Not logged in", 403: "Role may not",
-    404: "Not found", 409: "Conflict", 415: "Send JSON or a form", 429: "Rate limit reached (see Retry-After)", 503: "Unavailable",
-}  # fmt: skip
+    200: "OK",
+    202: "Accepted",
+    400: "Bad request",
+    401: "Not logged in",
+    403: "Role may not",
+    404: "Not found",
+    409: "Conflict",
+    415: "Send JSON or a form",
+    429: "Rate limit reached (see Retry-After)",
+    503: "Unavailable",
+}
 _ERROR = {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
 _PATH_PARAM = re.compile(r"\{(\w+)(?::[^}]*)?\}")
 
 
 def _operation(route: Route) -> dict[str, Any]:
     success = next((s for s in route.statuses if s < 300), 200)
-    responses: dict[str, Any] = {str(success): {"description": _REASONS[success], "content": {route.produces: {"schema": {}}}}}
+    responses: dict[str, Any] = {
+        str(success): {"description": _REASONS[success], "content": {route.produces: {"schema": {}}}}
+    }
     errors = {429, *(s for s in route.statuses if s >= 300)}
     if route.role != "anonymous":
         errors |= {401, 403}
@@ -40,13 +50,22 @@ def _operation(route: Route) -> dict[str, Any]:
     }
     if route.parameters:
         operation["parameters"] = [
-            {"name": p.name, "in": p.where, "required": p.required, "schema": p.schema, **({"description": p.description} if p.description else {})}
+            {
+                "name": p.name,
+                "in": p.where,
+                "required": p.required,
+                "schema": p.schema,
+                **({"description": p.description} if p.description else {}),
+            }
             for p in route.parameters
         ]
     if route.body is not None:
         operation["requestBody"] = {
             "required": True,
-            "content": {"application/json": {"schema": route.body}, "application/x-www-form-urlencoded": {"schema": route.body}},
+            "content": {
+                "application/json": {"schema": route.body},
+                "application/x-www-form-urlencoded": {"schema": route.body},
+            },
         }
     if route.role != "anonymous":
         operation["security"] = [{"session": []}]

@@ -42,7 +42,7 @@ class Overview:
     @property
     def success_rate(self) -> float | None:
         """2xx and 3xx among the responses of the last five minutes."""
-        recent = self.per_minute[-figures.ERROR_RATE_MINUTES:]
+        recent = self.per_minute[-figures.ERROR_RATE_MINUTES :]
         responses = sum(p.responses for p in recent)
         return None if not responses else 1 - sum(p.errors for p in recent) / responses
 
@@ -69,12 +69,16 @@ async def gather(found: ApiContext) -> Overview:
     # Every process ever recorded counts, finished ones with their final figures: the totals
     # only grow, as Prometheus expects of a counter.
     totals = figures.totals(w["stats"] for w in processes)
-    return Overview(now, processes, totals, per_minute, figures.alerts(per_minute, stale, timeout), frontier, domains, paused)
+    return Overview(
+        now, processes, totals, per_minute, figures.alerts(per_minute, stale, timeout), frontier, domains, paused
+    )
 
 
 async def recent_samples(found: ApiContext, since: datetime) -> list[figures.Sample]:
     """The processes' stats samples since ``since``, their numbers only."""
-    return [figures.Sample(worker, at, figures.numeric(stats)) for worker, at, stats in await stats_samples(found.db, since)]
+    return [
+        figures.Sample(worker, at, figures.numeric(stats)) for worker, at, stats in await stats_samples(found.db, since)
+    ]
 
 
 async def domains_and_frontier(found: ApiContext, moment: datetime) -> tuple[dict[str, int], dict[str, Any]]:
@@ -99,8 +103,14 @@ async def frontier_summary(found: ApiContext, queued_snapshot: int) -> dict[str,
     }
     if found.frontier is not None:
         crawls = await asyncio.to_thread(found.frontier.sizes)
-        summary.update(source="redis", crawls=crawls, queued=sum(c["queued"] for c in crawls), delayed=sum(c["delayed"] for c in crawls),
-                       leased=sum(c["leased"] for c in crawls), reclaimed=sum(c["reclaimed"] for c in crawls))  # fmt: skip
+        summary.update(
+            source="redis",
+            crawls=crawls,
+            queued=sum(c["queued"] for c in crawls),
+            delayed=sum(c["delayed"] for c in crawls),
+            leased=sum(c["leased"] for c in crawls),
+            reclaimed=sum(c["reclaimed"] for c in crawls),
+        )
     summary["size"] = summary["queued"] + summary.get("delayed", 0) + summary["inbox_pending"]
     return summary
 

@@ -8,7 +8,6 @@ from typing import Any
 
 from aiohttp import web
 
-
 FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
@@ -50,7 +49,11 @@ def text(request: web.Request, name: str, max_length: int = 2048) -> str | None:
 def timestamp_value(raw: str) -> datetime:
     """ISO 8601, or seconds since the epoch; without a zone, UTC. Raises ValueError."""
     try:
-        moment = datetime.fromtimestamp(float(raw), UTC) if raw.replace(".", "", 1).isdigit() else datetime.fromisoformat(raw)
+        moment = (
+            datetime.fromtimestamp(float(raw), UTC)
+            if raw.replace(".", "", 1).isdigit()
+            else datetime.fromisoformat(raw)
+        )
     except (OverflowError, OSError) as exc:
         raise ValueError(str(exc)) from None
     if not 1970 <= moment.year <= 9000:
@@ -80,7 +83,8 @@ async def body(request: web.Request) -> dict[str, Any]:
         return data
     if request.content_type not in FORMS:
         raise web.HTTPUnsupportedMediaType(
-            text=json.dumps({"error": f"send JSON or a form, not {request.content_type}"}), content_type="application/json"
+            text=json.dumps({"error": f"send JSON or a form, not {request.content_type}"}),
+            content_type="application/json",
         )
     try:
         form = await request.post()
@@ -88,7 +92,9 @@ async def body(request: web.Request) -> dict[str, Any]:
         raise bad_request(f"unreadable form: {exc}") from None
     data: dict[str, Any] = {key: form.get(key) for key in form}
     if "urls" in form:
-        data["urls"] = [line.strip() for value in form.getall("urls") for line in str(value).splitlines() if line.strip()]
+        data["urls"] = [
+            line.strip() for value in form.getall("urls") for line in str(value).splitlines() if line.strip()
+        ]
     return data
 
 

@@ -40,7 +40,13 @@ class Route:
     produces: str = "application/json"
 
 
-DOMAIN = Param("domain", {"type": "string", "minLength": 1, "maxLength": 255}, "host[:port], or * for the whole crawl", "path", True)
+DOMAIN = Param(
+    "domain",
+    {"type": "string", "minLength": 1, "maxLength": 255},
+    "host[:port], or * for the whole crawl",
+    "path",
+    True,
+)
 URLS_BODY = {
     "type": "object",
     "required": ["urls"],

@@ -48,7 +48,9 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("--since", help="a duration back from now (30m, 2h, 7d) or an ISO 8601 time")
         parser.add_argument("--job", help="one job's requests only")
-        parser.add_argument("--tolerance", type=float, default=0.010, help="seconds a gap may fall short of the delay (default 0.010)")
+        parser.add_argument(
+            "--tolerance", type=float, default=0.010, help="seconds a gap may fall short of the delay (default 0.010)"
+        )
         parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -78,10 +80,16 @@ def report(domain: str, summary: dict[str, Any]) -> str:
     gap = summary["smallest_gap"]
     if gap is not None:
         delay = "unknown" if gap["delay_in_force"] is None else f"{gap['delay_in_force']:.3f} s"
-        lines.append(f"  smallest gap between two starts: {gap['seconds']:.3f} s (delay in force {delay}) at {gap['at']}")
-    lines.append(f"  gaps shorter than the delay (tolerance {summary['delay_tolerance']:.3f} s): {summary['gaps_under_delay']}")
+        lines.append(
+            f"  smallest gap between two starts: {gap['seconds']:.3f} s (delay in force {delay}) at {gap['at']}"
+        )
+    lines.append(
+        f"  gaps shorter than the delay (tolerance {summary['delay_tolerance']:.3f} s): {summary['gaps_under_delay']}"
+    )
     for gap in summary["gaps_under_delay_listed"]:
-        lines.append(f"    {gap['at']}: {gap['seconds']:.3f} s < {gap['delay_in_force']:.3f} s, {gap['after']} -> {gap['before']}")
+        lines.append(
+            f"    {gap['at']}: {gap['seconds']:.3f} s < {gap['delay_in_force']:.3f} s, {gap['after']} -> {gap['before']}"
+        )
     if summary["max_in_flight_at"] is not None:
         lines.append(f"  most in flight at once: {summary['max_in_flight']} (from {summary['max_in_flight_at']})")
     lines.append(f"  429 answers: {summary['responses_429']}")

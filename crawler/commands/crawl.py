@@ -36,7 +36,11 @@ class Command(ScrapyCrawlCommand):
             return f"unknown spider {name!r} (spiders: {', '.join(sorted(loader.list()))})"
         if hasattr(spidercls, "seeds_from"):
             try:
-                spidercls.seeds_from(spargs.get("url"), spargs.get("seeds_file"), spargs.get("crawl") or self.settings.get("CRAWLER_CRAWL_ID"))
+                spidercls.seeds_from(
+                    spargs.get("url"),
+                    spargs.get("seeds_file"),
+                    spargs.get("crawl") or self.settings.get("CRAWLER_CRAWL_ID"),
+                )
             except SeedError as exc:
                 return str(exc)
         return None
@@ -54,4 +58,6 @@ class Command(ScrapyCrawlCommand):
             return
         stats = crawler.stats
         assert stats is not None
-        self.exitcode = exit_status(stats.get_value("finish_reason"), unsaved_rows=stats.get_value("storage/rows_unsaved", 0))
+        self.exitcode = exit_status(
+            stats.get_value("finish_reason"), unsaved_rows=stats.get_value("storage/rows_unsaved", 0)
+        )

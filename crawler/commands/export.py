@@ -21,7 +21,18 @@ from crawler.storage.pages import page_rows
 from crawler.storage.rows import json_safe
 from crawler.storage.schema import PAGE_COLUMNS
 
-DEFAULT_COLUMNS = ("url", "status", "http_status", "error", "title", "content_type", "content_length", "crawled_at", "depth", "job_id")
+DEFAULT_COLUMNS = (
+    "url",
+    "status",
+    "http_status",
+    "error",
+    "title",
+    "content_type",
+    "content_length",
+    "crawled_at",
+    "depth",
+    "job_id",
+)
 _FILTERS = {"status": "status", "domain": "domain", "job": "job_id"}
 
 
@@ -49,7 +60,9 @@ class Command(ScrapyCommand):
         columns = opts.columns.split(",") if opts.columns else list(DEFAULT_COLUMNS)
         unknown = [c for c in columns if c not in PAGE_COLUMNS]
         if unknown:
-            raise UsageError(f"unknown columns {', '.join(unknown)} (columns: {', '.join(PAGE_COLUMNS)})", print_help=False)
+            raise UsageError(
+                f"unknown columns {', '.join(unknown)} (columns: {', '.join(PAGE_COLUMNS)})", print_help=False
+            )
         filters = {column: getattr(opts, option) for option, column in _FILTERS.items() if getattr(opts, option)}
         backend = open_backend(self.settings["DATABASE_URL"])
         output: TextIO = open(opts.output, "w", encoding="utf-8", newline="") if opts.output else sys.stdout
@@ -84,5 +97,3 @@ async def _export(backend: StorageBackend, columns: list[str], filters: dict[str
         return count
     finally:
         await backend.close()
-
-

@@ -45,14 +45,22 @@ class Command(ScrapyCommand):
         name, urls = args[0], args[1:]
         spidercls = get_spider_loader(settings).load(name)
         if not hasattr(spidercls, "page_request") or name == "sitemap":
-            raise UsageError(f"spider {name!r} discovers from its seeds in the process that starts with them: start a worker with -a url=…")
+            raise UsageError(
+                f"spider {name!r} discovers from its seeds in the process that starts with them: start a worker with -a url=…"
+            )
         crawler = Crawler(spidercls, settings)
-        crawler.request_fingerprinter = build_from_crawler(load_object(settings["REQUEST_FINGERPRINTER_CLASS"]), crawler)
-        spider = spidercls.from_crawler(crawler, url=",".join(urls) or None, seeds_file=opts.seeds_file, crawl=opts.crawl)
+        crawler.request_fingerprinter = build_from_crawler(
+            load_object(settings["REQUEST_FINGERPRINTER_CLASS"]), crawler
+        )
+        spider = spidercls.from_crawler(
+            crawler, url=",".join(urls) or None, seeds_file=opts.seeds_file, crawl=opts.crawl
+        )
         services = CrawlServices.of(crawler)
         assert services.redis is not None and services.seen is not None
         seen = services.seen
-        codec = RequestCodec(spider, settings.getlist("CRAWLER_REDIS_META_KEYS"), settings.getlist("CRAWLER_REDIS_LOCAL_META_KEYS"))
+        codec = RequestCodec(
+            spider, settings.getlist("CRAWLER_REDIS_META_KEYS"), settings.getlist("CRAWLER_REDIS_LOCAL_META_KEYS")
+        )
         queued = known = 0
         for url in spider.seed_urls():
             request = spider.page_request(url, depth=0, via="seed")

@@ -38,7 +38,13 @@ class Command(ScrapyCommand):
 
         app = build_app(config, self.settings)
         web.run_app(
-            app, host=config.host, port=config.port, access_log=None,
-            print=lambda _: print(f"scrapy serve: http://{config.host}:{config.port}/ ({config.database_url.partition('://')[0]}"
-                                  f"{', Redis' if config.redis_url else ''})", flush=True),
-        )  # fmt: skip
+            app,
+            host=config.host,
+            port=config.port,
+            access_log=None,
+            print=lambda _: print(
+                f"scrapy serve: http://{config.host}:{config.port}/ ({config.database_url.partition('://')[0]}"
+                f"{', Redis' if config.redis_url else ''})",
+                flush=True,
+            ),
+        )

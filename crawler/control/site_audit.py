@@ -38,9 +38,13 @@ class LoggedRequest:
         ended = row.get("ended_at")
         delay = row.get("delay_in_force")
         return cls(
-            row["url"], seconds(row["started_at"]), None if ended is None else seconds(ended), row.get("http_status"),
-            row.get("outcome") or "", None if delay is None else float(delay),
-        )  # fmt: skip
+            row["url"],
+            seconds(row["started_at"]),
+            None if ended is None else seconds(ended),
+            row.get("http_status"),
+            row.get("outcome") or "",
+            None if delay is None else float(delay),
+        )
 
 
 def summarize(
@@ -51,7 +55,9 @@ def summarize(
     ``matched_rule``."""
     requests = sorted((LoggedRequest.of(row) for row in rows), key=lambda r: r.started)
     gaps = [_gap(a, b) for a, b in zip(requests, requests[1:])]
-    violations = [g for g in gaps if g["delay_in_force"] is not None and g["seconds"] < g["delay_in_force"] - delay_tolerance]
+    violations = [
+        g for g in gaps if g["delay_in_force"] is not None and g["seconds"] < g["delay_in_force"] - delay_tolerance
+    ]
     in_flight, in_flight_at = max_in_flight(requests)
     refusals = [_refusal(r, requests) for r in requests if r.status == 429]
     return {
@@ -93,7 +99,9 @@ def robots_summary(decisions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any
         groups.setdefault((bool(decision["allowed"]), decision.get("matched_rule")), []).append(decision["url"])
     return [
         {"allowed": allowed, "rule": rule, "decisions": len(urls), "example": urls[0]}
-        for (allowed, rule), urls in sorted(groups.items(), key=lambda item: (-len(item[1]), not item[0][0], item[0][1] or ""))
+        for (allowed, rule), urls in sorted(
+            groups.items(), key=lambda item: (-len(item[1]), not item[0][0], item[0][1] or "")
+        )
     ]
 
 

@@ -18,10 +18,20 @@ def domain_state_row(
     """In ``DOMAIN_STATE_COLUMNS`` order; ``now`` is Unix time."""
     blocked_until = datetime.fromtimestamp(state.blocked_until, UTC) if state.blocked_until > now else None
     return (
-        domain, policy.effective_delay(state), state.robots_delay, state.learned_delay, state.floor, blocked_until,
-        policy.circuit(state, now), in_flight, queued, counts.pages, counts.errors, counts.responses_429,
+        domain,
+        policy.effective_delay(state),
+        state.robots_delay,
+        state.learned_delay,
+        state.floor,
+        blocked_until,
+        policy.circuit(state, now),
+        in_flight,
+        queued,
+        counts.pages,
+        counts.errors,
+        counts.responses_429,
         datetime.fromtimestamp(now, UTC),
-    )  # fmt: skip
+    )
 
 
 def domain_state_rows(

@@ -27,5 +27,15 @@ def worker_row(
     wid: str, spider: Any, started_at: datetime, heartbeat_at: datetime, state: str, stats: str
 ) -> tuple[Any, ...]:
     """In ``WORKER_COLUMNS`` order."""
-    return (wid, spider.job_id, getattr(spider, "crawl_id", None), spider.name, socket.gethostname(), os.getpid(),
-            started_at, heartbeat_at, state, stats)  # fmt: skip
+    return (
+        wid,
+        spider.job_id,
+        getattr(spider, "crawl_id", None),
+        spider.name,
+        socket.gethostname(),
+        os.getpid(),
+        started_at,
+        heartbeat_at,
+        state,
+        stats,
+    )

@@ -74,4 +74,3 @@ class _ReportingConnection:
         answer = connection.request(request)  # the request is in the transport's buffer now
         self._written(protocol.transport)
         return answer
-

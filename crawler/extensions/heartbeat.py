@@ -71,7 +71,9 @@ class Heartbeat(PeriodicExtension):
         now = datetime.now(UTC)
         spider = self.spider
         wid = worker_id(spider.job_id)
-        stats = stats_json({**self.crawler.stats.get_stats(), **(extra or {}), "storage/pending_rows": self._pending_rows()})
+        stats = stats_json(
+            {**self.crawler.stats.get_stats(), **(extra or {}), "storage/pending_rows": self._pending_rows()}
+        )
         observed = self._observed()
         observed.workers.append(worker_row(wid, spider, self.started_at, now, state, stats))
         observed.stats_samples.append((wid, spider.job_id, now, stats))

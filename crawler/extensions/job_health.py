@@ -5,9 +5,9 @@
   ``failed_consecutive_errors`` and the job is marked failed. A fetched page resets the streak; a
   404 or another final 4xx is an outcome of the crawl, not a failure of it, and leaves the streak
   as it is.
-- ``CRAWLER_CANCEL_429_STREAK`` consecutive blocking answers (``CRAWLER_BLOCK_STATUSES``) from one domain while its delay
-  is at ``CRAWLER_MAX_DELAY`` (default 0: off) cancel the job with reason
-  ``cancelled_429_streak``.
+- ``CRAWLER_CANCEL_429_STREAK`` consecutive blocking answers (``CRAWLER_BLOCK_STATUSES``) from
+  one domain while its delay is at ``CRAWLER_MAX_DELAY`` (default 0: off) cancel the job with
+  reason ``cancelled_429_streak``.
 - A job that ends without a single answer from any server, with error rows (every seed
   unreachable: connection refused, DNS failure, timeouts) closes with reason
   ``failed_seeds_unreachable``.
@@ -63,7 +63,9 @@ class JobHealth:
         if errors and not stats.get_value("response_received_count", 0):
             if not self.closing:
                 self.closing = True
-                logger.error("Closing the job (%s): no server answered; %d error rows say why", REASON_SEEDS_UNREACHABLE, errors)
+                logger.error(
+                    "Closing the job (%s): no server answered; %d error rows say why", REASON_SEEDS_UNREACHABLE, errors
+                )
             raise CloseSpider(REASON_SEEDS_UNREACHABLE)
 
     def item_scraped(self, item: Any) -> None:
@@ -82,7 +84,10 @@ class JobHealth:
         state = self.limiter.state(domain)
         at_maximum = outcome.delay_after >= self.limiter.policy.config.max_delay
         if at_maximum and state.blocking_streak >= self.cancel_streak:
-            self._close(CANCELLED_429, f"{state.blocking_streak} consecutive blocking answers from {domain} at the maximum delay")
+            self._close(
+                CANCELLED_429,
+                f"{state.blocking_streak} consecutive blocking answers from {domain} at the maximum delay",
+            )
 
     def _close(self, reason: str, why: str) -> None:
         if self.closing or self.crawler.engine is None:

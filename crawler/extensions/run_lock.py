@@ -84,4 +84,9 @@ class RunLock:
         try:
             await release_lock(self._backend, *self._key)
         except StorageUnavailable as exc:
-            logger.warning("Could not release the lock of crawl %s (taken over after %.0f s): %s", self._key[0], self.stale_after, exc)
+            logger.warning(
+                "Could not release the lock of crawl %s (taken over after %.0f s): %s",
+                self._key[0],
+                self.stale_after,
+                exc,
+            )

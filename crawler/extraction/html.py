@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
-from selectolax.lexbor import LexborHTMLParser, LexborNode as Node
+from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborNode as Node
 
 from crawler.extraction.robots_directives import NONE, RobotsDirectives, parse_robots_directives
 from crawler.identity.resolve import LinkResolver
@@ -29,14 +30,17 @@ _BLOCK, _ANCHOR, _HEAD, _INVISIBLE = range(4)
 _KIND_OF_TAG = {
     tag: kind
     for kind, names in (
-        (_BLOCK, "address article aside blockquote br dd div dl dt fieldset figcaption figure footer form "
-                 "h1 h2 h3 h4 h5 h6 header hr li main nav ol option p pre section table td th tr ul"),
+        (
+            _BLOCK,
+            "address article aside blockquote br dd div dl dt fieldset figcaption figure footer form "
+            "h1 h2 h3 h4 h5 h6 header hr li main nav ol option p pre section table td th tr ul",
+        ),
         (_ANCHOR, "a area"),
         (_HEAD, "title meta link base"),
         (_INVISIBLE, "script style noscript template svg head"),
     )
     for tag in _tag_ids(names)
-}  # fmt: skip
+}
 _SKIPPED_PREFIXES = ("#", "mailto:", "javascript:", "tel:", "data:", "about:", "ftp:", "sms:", "file:")
 
 

@@ -86,7 +86,9 @@ class CompactFifoMemoryQueue:
         return len(self._items)
 
     def _compact(self, request: Request) -> bytes | Request:
-        if not (type(request).__module__.startswith("scrapy.") and is_plain(request.meta) and is_plain(request.cb_kwargs)):
+        if not (
+            type(request).__module__.startswith("scrapy.") and is_plain(request.meta) and is_plain(request.cb_kwargs)
+        ):
             return request
         try:
             named = _MethodsNamed(self.spider, request.callback, request.errback)

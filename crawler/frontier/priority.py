@@ -9,7 +9,9 @@ from urllib.parse import urlsplit
 HIGH, MEDIUM, LOW = 3, 2, 1
 SHALLOW_DEPTH = 2
 DEEP_DEPTH = 5
-_LOW_VALUE_PATH = re.compile(r"/(?:page|archive|archives|tag|tags|category|author|feed|search|\d{4}/\d{2})(?:/|$)", re.I)
+_LOW_VALUE_PATH = re.compile(
+    r"/(?:page|archive|archives|tag|tags|category|author|feed|search|\d{4}/\d{2})(?:/|$)", re.I
+)
 _PAGINATION_QUERY = re.compile(r"(?:^|&)(?:page|p|offset|start|sort|order)=", re.I)
 
 

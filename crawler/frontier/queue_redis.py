@@ -69,7 +69,9 @@ class QueueEntry:
         return cls(domain_key(request), request.priority, encoded, request.meta.get(NOT_BEFORE) or 0.0, scheme, seen)
 
     def arguments(self, frontier: FrontierStore) -> list[Any]:
-        return frontier.push_arguments(self.domain, self.priority, self.request, self.not_before, self.scheme, self.seen)
+        return frontier.push_arguments(
+            self.domain, self.priority, self.request, self.not_before, self.scheme, self.seen
+        )
 
     def push_to(self, frontier: FrontierStore) -> bool:
         """False when the request was seen before."""
@@ -136,7 +138,9 @@ class RedisFrontierQueue(Base):
         self._beat()
 
     # --- scrapy-redis queue interface -------------------------------------------------------------
-    def push(self, request: Request, seen: tuple[str, ...] | None = None, on_seen: Callable[[], None] | None = None) -> bool:
+    def push(
+        self, request: Request, seen: tuple[str, ...] | None = None, on_seen: Callable[[], None] | None = None
+    ) -> bool:
         """Queue ``request`` (in the link's next pipeline); with ``seen`` (``SeenFilter.marker``),
         only if it was not seen before: ``on_seen`` is called then. Raises
         ``UnserializableRequest`` for a request that cannot be shared."""
@@ -204,7 +208,12 @@ class RedisFrontierQueue(Base):
                 # Counted from this process's clock now, after the frontier's ``now``: never early.
                 leave_at = now + popped.leave_in
                 request.meta.update(
-                    {DOMAIN: popped.domain, RESERVATION: popped.reservation, HOLDER: lease_key(request), LEAVE_AT: leave_at}
+                    {
+                        DOMAIN: popped.domain,
+                        RESERVATION: popped.reservation,
+                        HOLDER: lease_key(request),
+                        LEAVE_AT: leave_at,
+                    }
                 )
                 self.leased.add(lease_key(request))
                 if self.limiter.state(popped.domain).blocked_until > now:
@@ -358,7 +367,9 @@ class RedisFrontierQueue(Base):
         cap = self.frontier.config.max_deliveries
         logger.error("A request came back unfinished %d times: a dead letter now: %s", cap, key)
         self.stats.inc_value("frontier/dead_letters")
-        self._row(key, f"dead letter: handed out {cap} times without completing (its callback failed or its worker died)")
+        self._row(
+            key, f"dead letter: handed out {cap} times without completing (its callback failed or its worker died)"
+        )
 
     def _row(self, key: str, error: str) -> None:
         try:

@@ -84,15 +84,21 @@ class RedisFrontierScheduler(RedisScheduler):
         if deleted:
             logger.warning(
                 "The shared crawl %s had no worker for %.0f s (killed before it ended): its %d keys were deleted",
-                spider.crawl_id, self.reap_seconds, deleted,
-            )  # fmt: skip
+                spider.crawl_id,
+                self.reap_seconds,
+                deleted,
+            )
         sizes = await link.run(lambda _: frontier.sizes(beat=True))
         self.queue = load_object(self.queue_cls)(server=self.server, spider=spider, key=self.queue_key)
         self.queue.start()
         logger.info(
             "Shared crawl %s (%s): %d requests queued, %d waiting to retry, %d leased",
-            spider.crawl_id, self.queue.key, sizes.queued, sizes.delayed, sizes.leased,
-        )  # fmt: skip
+            spider.crawl_id,
+            self.queue.key,
+            sizes.queued,
+            sizes.delayed,
+            sizes.leased,
+        )
 
     def enqueue_request(self, request: Request) -> bool:
         seen = None if request.dont_filter else self.df.marker(request)

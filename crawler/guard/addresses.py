@@ -16,7 +16,9 @@ from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_add
 Address = IPv4Address | IPv6Address
 Network = IPv4Network | IPv6Network
 
-METADATA_ADDRESSES = frozenset({ip_address("169.254.169.254"), ip_address("fd00:ec2::254"), ip_address("100.100.100.200")})
+METADATA_ADDRESSES = frozenset(
+    {ip_address("169.254.169.254"), ip_address("fd00:ec2::254"), ip_address("100.100.100.200")}
+)
 """Cloud instance metadata services (AWS, GCP, Azure, Alibaba): credentials live there."""
 SHARED_ADDRESS_SPACE = ip_network("100.64.0.0/10")  # RFC 6598, carrier-grade NAT
 _MAPPED = ip_network("::ffff:0:0/96")
@@ -146,7 +148,11 @@ def _category(address: Address) -> str | None:
         return "shared"
     if address.is_private:
         return "private"
-    if address.is_reserved or (isinstance(address, IPv6Address) and address.is_site_local) or _listed(address, _SPECIAL_PURPOSE):
+    if (
+        address.is_reserved
+        or (isinstance(address, IPv6Address) and address.is_site_local)
+        or _listed(address, _SPECIAL_PURPOSE)
+    ):
         return "reserved"
     if not address.is_global:
         return "not-global"

@@ -51,7 +51,11 @@ def describe(exception: BaseException) -> str | None:
     found = list(causes(exception))
     for cause in found:
         if isinstance(cause, TLSError):
-            details = [part for entry in (cause.args[0] if cause.args and isinstance(cause.args[0], list) else []) for part in entry[-1:]]
+            details = [
+                part
+                for entry in (cause.args[0] if cause.args and isinstance(cause.args[0], list) else [])
+                for part in entry[-1:]
+            ]
             return f"TLS error: {', '.join(map(str, details)) or cause}"
         if isinstance(cause, HeadersTooLarge):
             return str(cause)

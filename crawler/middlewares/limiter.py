@@ -50,7 +50,9 @@ class LimiterMiddleware:
         self.stats = crawler.stats
         settings = crawler.settings
         self.block_statuses = frozenset(int(s) for s in settings.getlist("CRAWLER_BLOCK_STATUSES"))
-        self.block_with_retry_after = frozenset(int(s) for s in settings.getlist("CRAWLER_BLOCK_STATUSES_WITH_RETRY_AFTER"))
+        self.block_with_retry_after = frozenset(
+            int(s) for s in settings.getlist("CRAWLER_BLOCK_STATUSES_WITH_RETRY_AFTER")
+        )
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
 
     @classmethod
@@ -89,7 +91,9 @@ class LimiterMiddleware:
         if failed:
             self._failed(domain, f"HTTP {response.status}")
         wait = retry_after(response, self.limiter.clock())
-        if response.status in self.block_statuses or (wait is not None and response.status in self.block_with_retry_after):
+        if response.status in self.block_statuses or (
+            wait is not None and response.status in self.block_with_retry_after
+        ):
             self.stats.inc_value(f"limiter/blocking_response_count/{response.status}")
             outcome = self.limiter.blocked(domain, wait)
             self._changed(domain, outcome, f"HTTP {response.status}")

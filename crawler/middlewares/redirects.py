@@ -63,7 +63,10 @@ class CheckedMetaRefreshMiddleware(CheckedRedirects, MetaRefreshMiddleware):
         # decoded whole, by Scrapy, to guess it.)
         if isinstance(response, HtmlResponse):
             head = _head(response)
-            if head is not None and get_meta_refresh(head, response.url, response.encoding, meta_refresh_ignore_tags(self))[1] is None:
+            if (
+                head is not None
+                and get_meta_refresh(head, response.url, response.encoding, meta_refresh_ignore_tags(self))[1] is None
+            ):
                 return response
         return super().process_response(request, response)
 

@@ -65,7 +65,15 @@ class RequestLogMiddleware:
         if self._job is None:
             job_id = getattr(self.crawler.spider, "job_id", None)
             self._job = (job_id, worker_id(job_id) if job_id else None)
-        storage.outbox.observed.request_log.append((
-            domain_key(request), request.url, *self._job,
-            datetime.fromtimestamp(started, UTC), datetime.now(UTC), status, outcome, delay,
-        ))  # fmt: skip
+        storage.outbox.observed.request_log.append(
+            (
+                domain_key(request),
+                request.url,
+                *self._job,
+                datetime.fromtimestamp(started, UTC),
+                datetime.now(UTC),
+                status,
+                outcome,
+                delay,
+            )
+        )

@@ -21,11 +21,11 @@ from w3lib.encoding import read_bom
 from crawler.exceptions import BlockedByPolicy, RedirectFailed, ResponseFiltered, RobotsUnreachable
 from crawler.extraction import PageData, extract_page, parse_robots_directives
 from crawler.extraction.budget import DocumentWorkers
+from crawler.http.failures import describe, is_site_failure
+from crawler.http.headers import header, header_values, http_date, media_type
 from crawler.identity import host_of, surt_key, url_hash
 from crawler.identity.resolve import LinkResolver
 from crawler.items import PageItem
-from crawler.http.failures import describe, is_site_failure
-from crawler.http.headers import header, header_values, http_date, media_type
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
@@ -200,7 +200,7 @@ def _utf8_document(response: TextResponse) -> bytes:
     body = response.body
     bom_encoding, bom = read_bom(body)
     if bom_encoding == "utf-8" or (bom_encoding is None and codecs.lookup(response.encoding).name == "utf-8"):
-        return body[len(bom or b""):]
+        return body[len(bom or b"") :]
     return response.text.encode("utf-8", "replace")
 
 

@@ -14,6 +14,7 @@ import json
 import logging
 import time
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Self
 
@@ -180,7 +181,7 @@ class StoragePipeline:
             self.outbox.drain_into(self.pending)
             while self.pending and (not full_batches_only or len(self.pending) >= self.batch_size):
                 batch = self.pending.head(self.batch_size)
-                await self._until_available(lambda: self._write(batch), "write rows")
+                await self._until_available(partial(self._write, batch), "write rows")
                 self.pending.remove(batch)
                 self._committed(batch)
                 items = len(batch.pages) + len(batch.new_pages) + len(batch.sitemap_entries)
@@ -227,7 +228,13 @@ class StoragePipeline:
                         raise
                     delay = min(delay, limit - now)
                 self.stats.inc_value("storage/retries")
-                logger.warning("Could not %s (%s); retrying in %.1f s, rows kept in memory: %d", what, exc, delay, len(self.pending))
+                logger.warning(
+                    "Could not %s (%s); retrying in %.1f s, rows kept in memory: %d",
+                    what,
+                    exc,
+                    delay,
+                    len(self.pending),
+                )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.retry_max_delay)
             else:

@@ -76,7 +76,10 @@ class RedisDomainLimiter(DomainLimiter):
         """Bring this process's copy of the domain's state up to date (soon)."""
         key = self.store.domain_key(domain)
         self.link.submit(
-            Op(send=lambda pipe: pipe.hmget(key, "state", *_SLOT_FIELDS), done=lambda f: self._keep(domain, f and _decode(f)))
+            Op(
+                send=lambda pipe: pipe.hmget(key, "state", *_SLOT_FIELDS),
+                done=lambda f: self._keep(domain, f and _decode(f)),
+            )
         )
 
     def _keep(self, domain: str, state: DomainState | None) -> None:
@@ -88,7 +91,9 @@ class RedisDomainLimiter(DomainLimiter):
         """Apply ``change`` to this process's copy now (the answer), and to the shared state
         in Redis by a transaction at the server's time."""
         result = change(self.state(domain), self.clock())
-        self.link.submit(Op(run=lambda client: self._transaction(client, domain, change), done=lambda s: self._keep(domain, s)))
+        self.link.submit(
+            Op(run=lambda client: self._transaction(client, domain, change), done=lambda s: self._keep(domain, s))
+        )
         return result
 
     def _transaction(self, client: redis.Redis, domain: str, change: Change[Any]) -> DomainState | None:
@@ -107,7 +112,9 @@ class RedisDomainLimiter(DomainLimiter):
                     return state
                 except redis.WatchError:
                     continue  # another process changed the domain: apply to its new state
-        logger.warning("Pacing of %s not updated: other processes changed it %d times meanwhile", domain, WATCH_ATTEMPTS)
+        logger.warning(
+            "Pacing of %s not updated: other processes changed it %d times meanwhile", domain, WATCH_ATTEMPTS
+        )
         return None
 
     def _fields(self, state: DomainState) -> dict[str, Any]:

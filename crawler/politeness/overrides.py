@@ -51,9 +51,13 @@ def parse_overrides(setting: Mapping[str, Any]) -> dict[str, DomainControl]:
         if not isinstance(values, Mapping) or set(values) - {"concurrency", "min_delay"}:
             raise ValueError(f"{where} must be a dict with the keys concurrency and/or min_delay, got {values!r}")
         concurrency, min_delay = values.get("concurrency"), values.get("min_delay")
-        if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
+        if concurrency is not None and (
+            isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
+        ):
             raise ValueError(f"{where}: concurrency must be a whole number of at least 1, got {concurrency!r}")
-        if min_delay is not None and (isinstance(min_delay, bool) or not isinstance(min_delay, int | float) or min_delay < 0):
+        if min_delay is not None and (
+            isinstance(min_delay, bool) or not isinstance(min_delay, int | float) or min_delay < 0
+        ):
             raise ValueError(f"{where}: min_delay must be a number of seconds of at least 0, got {min_delay!r}")
         controls[normal_pattern(pattern)] = DomainControl(concurrency, None if min_delay is None else float(min_delay))
     return controls
@@ -72,7 +76,9 @@ def normal_pattern(pattern: str) -> str:
 class ControlTable:
     """The control of each domain, from the setting's patterns and the run-time ones."""
 
-    def __init__(self, configured: Mapping[str, DomainControl] | None = None, runtime: Mapping[str, DomainControl] | None = None):
+    def __init__(
+        self, configured: Mapping[str, DomainControl] | None = None, runtime: Mapping[str, DomainControl] | None = None
+    ):
         self.configured = dict(configured or {})
         self.runtime = dict(runtime or {})
         self._resolved: dict[str, DomainControl] = {}

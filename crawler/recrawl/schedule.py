@@ -43,7 +43,9 @@ class RevisitPolicy:
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_interval <= self.max_interval:
-            raise ValueError(f"the revisit intervals must satisfy 0 <= minimum <= maximum, got {self.min_interval} and {self.max_interval}")
+            raise ValueError(
+                f"the revisit intervals must satisfy 0 <= minimum <= maximum, got {self.min_interval} and {self.max_interval}"
+            )
         if self.grow < 0 or not 0 <= self.shrink < 1:
             raise ValueError(f"grow must be >= 0 and shrink within [0, 1), got {self.grow} and {self.shrink}")
 

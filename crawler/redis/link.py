@@ -149,8 +149,10 @@ class RedisLink:
             self.outage_since = time.monotonic()
             logger.warning(
                 "Redis unavailable (%s: %s): the worker pauses and keeps %d operations in memory",
-                type(error).__name__, error, len(self._ops),
-            )  # fmt: skip
+                type(error).__name__,
+                error,
+                len(self._ops),
+            )
 
     def _recovered(self) -> None:
         if self.outage_since is not None:

@@ -208,15 +208,17 @@ class FrontierStore:
         for domain in names:
             inflight, queued = self.domain_load(domain, now)
             state = {as_text(k): as_text(v) for k, v in self.client.hgetall(self.domain_key(domain)).items()}
-            rows.append({
-                "domain": domain,
-                "queued": queued,
-                "ready_in": max(0.0, ready[domain] - now) if domain in ready else None,
-                "blocked_for": max(0.0, float(state.get("hold", 0)) - now),
-                "delay": float(state["delay"]) if "delay" in state else self.config.default_delay,
-                "concurrency": int(state["limit"]) if "limit" in state else self.config.default_concurrency,
-                "in_flight": inflight,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "domain": domain,
+                    "queued": queued,
+                    "ready_in": max(0.0, ready[domain] - now) if domain in ready else None,
+                    "blocked_for": max(0.0, float(state.get("hold", 0)) - now),
+                    "delay": float(state["delay"]) if "delay" in state else self.config.default_delay,
+                    "concurrency": int(state["limit"]) if "limit" in state else self.config.default_concurrency,
+                    "in_flight": inflight,
+                }
+            )
         return rows
 
     def domain_load(self, domain: str, now: float | None = None) -> tuple[int, int]:

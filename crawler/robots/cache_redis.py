@@ -14,7 +14,6 @@ from crawler.redis.store import FrontierStore
 from crawler.robots.cache_local import RobotsEntry
 from crawler.robots.rules import RobotsRules
 
-
 Rules = Callable[[int | None, bytes, bool, str], RobotsRules]
 """How a process reads a stored fetch: its status, body, and for a fetch that got no answer (no
 status) the verdict it was given and why."""
@@ -54,11 +53,15 @@ class RedisRobotsCache:
         rules = entry.rules
         data = json.dumps(
             {
-                "s": entry.status, "b": entry.body.decode("latin-1"), "f": entry.fetched_at, "x": entry.expires_at,
-                "a": rules.allow_all, "r": rules.reason,
+                "s": entry.status,
+                "b": entry.body.decode("latin-1"),
+                "f": entry.fetched_at,
+                "x": entry.expires_at,
+                "a": rules.allow_all,
+                "r": rules.reason,
             },
             separators=(",", ":"),
-        )  # fmt: skip
+        )
         store = self.store
         self.link.submit(Op(send=lambda pipe: pipe.hset(self.key, domain, data)))
         # The domain's requests may be handed out now, by any process.

@@ -160,7 +160,9 @@ class RobotsService:
             entry = self._store(domain, rules, None, b"")
         except Exception as exc:  # any failure to get an answer is "unreachable"
             self.stats.inc_value(f"robotstxt/exception_count/{global_object_name(type(exc))}")
-            entry = self._store(domain, unreachable(self.user_agent, no_answer(exc), fail_open=self.fail_open), None, b"")
+            entry = self._store(
+                domain, unreachable(self.user_agent, no_answer(exc), fail_open=self.fail_open), None, b""
+            )
         else:
             self.stats.inc_value(f"robotstxt/response_status_count/{response.status}")
             body = response.body[:MAX_BYTES]
@@ -207,7 +209,9 @@ class RobotsService:
         entry = self.cached(domain_key(request))
         if entry is None or entry.status is None:
             return None
-        return Response(request.url, status=entry.status, body=entry.body, flags=[CACHED_RESPONSE_FLAG], request=request)
+        return Response(
+            request.url, status=entry.status, body=entry.body, flags=[CACHED_RESPONSE_FLAG], request=request
+        )
 
     async def check(self, request: Request) -> None:
         """Raise ``IgnoreRequest`` (``RobotsUnreachable`` when the site gave no answer) if the
@@ -233,6 +237,13 @@ class RobotsService:
         job_id = getattr(self.crawler.spider, "job_id", None)
         self.storage.outbox.robots_decisions.append(
             robots_decision_row(
-                request.url, domain, self.user_agent, allowed, rule, entry.rules.crawl_delay, entry.rules.reason or None, job_id
+                request.url,
+                domain,
+                self.user_agent,
+                allowed,
+                rule,
+                entry.rules.crawl_delay,
+                entry.rules.reason or None,
+                job_id,
             )
         )

@@ -17,7 +17,14 @@ from crawler.seen.filter import MarkedSeenFilter, SeenMarker
 
 class BloomSeenFilter(MarkedSeenFilter):
     def __init__(
-        self, server: redis.Redis, key: str, fingerprinter: Any, shape: BloomShape, *, use_module: bool, debug: bool = False
+        self,
+        server: redis.Redis,
+        key: str,
+        fingerprinter: Any,
+        shape: BloomShape,
+        *,
+        use_module: bool,
+        debug: bool = False,
     ):
         super().__init__(server, key, fingerprinter, debug)
         self.shape = shape
@@ -27,7 +34,9 @@ class BloomSeenFilter(MarkedSeenFilter):
 
     def _reserve(self) -> None:
         try:
-            self.server.execute_command("BF.RESERVE", self.key, self.shape.error_rate, self.shape.capacity, "NONSCALING")
+            self.server.execute_command(
+                "BF.RESERVE", self.key, self.shape.error_rate, self.shape.capacity, "NONSCALING"
+            )
         except redis.ResponseError as exc:
             if "exists" not in str(exc).lower():  # another process of the crawl reserved it
                 raise

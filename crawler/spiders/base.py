@@ -22,9 +22,9 @@ from twisted.python.failure import Failure
 from crawler.extraction import PageData
 from crawler.frontier.priority import request_priority
 from crawler.frontier.seeds import parse_seeds
-from crawler.identity.crawls import crawl_id
 from crawler.http.content import extension_set, ignored_extension
 from crawler.identity import InvalidURL, UrlNormalizer
+from crawler.identity.crawls import crawl_id
 from crawler.items import PageItem
 from crawler.outcomes import OutcomeRecorder
 from crawler.recrawl.schedule import RevisitPolicy, RevisitSchedule
@@ -159,7 +159,14 @@ class BaseCrawlSpider(Spider):
         return not self.max_pages or self.pages_scheduled < self.max_pages
 
     def page_request(
-        self, url: str, *, depth: int, via: str, referrer: str | None = None, stored: StoredPage | None = None, **meta: Any
+        self,
+        url: str,
+        *,
+        depth: int,
+        via: str,
+        referrer: str | None = None,
+        stored: StoredPage | None = None,
+        **meta: Any,
     ) -> Request | PageItem | None:
         """A request for a page not seen before, within the budget, conditional on the stored
         copy if there is one; for a discovered URL whose extension is never fetched (``.pdf``,
@@ -221,9 +228,13 @@ class BaseCrawlSpider(Spider):
                     self.over_budget.setdefault(candidate.url, candidate)
                 else:
                     request = self.page_request(
-                        candidate.url, depth=candidate.depth, via=candidate.via, referrer=candidate.referrer,
-                        stored=page, **candidate.meta,
-                    )  # fmt: skip
+                        candidate.url,
+                        depth=candidate.depth,
+                        via=candidate.via,
+                        referrer=candidate.referrer,
+                        stored=page,
+                        **candidate.meta,
+                    )
                     if request is not None:
                         yield request
             if not_due and self.follows_links:

@@ -53,8 +53,7 @@ class SitemapCrawlSpider(BaseCrawlSpider):
             kind = seed_kind(url)
             if kind is SeedKind.SITEMAP:
                 discovery.phase = Phase.FALLBACK  # a failed sitemap seed falls back to the page
-                for request in self._sitemap_requests(discovery, [url], depth=0):
-                    yield request
+                yield from self._sitemap_requests(discovery, [url], depth=0)
             else:
                 yield Request(
                     robots_url(url),
@@ -80,7 +79,9 @@ class SitemapCrawlSpider(BaseCrawlSpider):
 
     async def parse_sitemap(self, response: Response) -> AsyncIterator[Request | PageItem | SitemapEntryItem]:
         discovery: Discovery = response.meta["discovery"]
-        parse = partial(parse_sitemap, response.body, response.url, max_size=self.sitemap_max_size, strict=self.sitemap_strict)
+        parse = partial(
+            parse_sitemap, response.body, response.url, max_size=self.sitemap_max_size, strict=self.sitemap_strict
+        )
         try:
             document = await self.recorder.workers.run(parse)
         except (SitemapError, BudgetExceeded) as exc:
@@ -114,7 +115,9 @@ class SitemapCrawlSpider(BaseCrawlSpider):
         yield self.recorder.failed(failure, failure.request)
         yield from self._next_phase(discovery, discovery.finished(0))
 
-    def _entries(self, response: Response, document: SitemapDocument, candidates: list[Candidate]) -> Iterator[SitemapEntryItem]:
+    def _entries(
+        self, response: Response, document: SitemapDocument, candidates: list[Candidate]
+    ) -> Iterator[SitemapEntryItem]:
         """A row for each listed URL; those in scope are added to ``candidates``."""
         depth = response.meta.get("depth", 0) + 1
         now = datetime.now(UTC)
@@ -138,7 +141,11 @@ class SitemapCrawlSpider(BaseCrawlSpider):
             if url not in self.scope:
                 self.crawler.stats.inc_value("sitemap/offsite")
                 continue
-            meta = {"sitemap_lastmod": entry.lastmod, "sitemap_changefreq": entry.changefreq, "sitemap_priority": entry.priority}
+            meta = {
+                "sitemap_lastmod": entry.lastmod,
+                "sitemap_changefreq": entry.changefreq,
+                "sitemap_priority": entry.priority,
+            }
             candidates.append(Candidate(url, depth, "sitemap", response.url, meta))
 
     def _sitemap_requests(self, discovery: Discovery, urls: list[str], *, depth: int) -> Iterator[Request]:

@@ -38,9 +38,17 @@ class Batch:
     request_log: list[tuple[Any, ...]] = field(default_factory=list)
 
     KINDS: ClassVar[tuple[str, ...]] = (
-        "pages", "new_pages", "sitemap_entries", "domains", "robots", "robots_decisions",
-        "workers", "stats_samples", "domain_state", "request_log",
-    )  # fmt: skip
+        "pages",
+        "new_pages",
+        "sitemap_entries",
+        "domains",
+        "robots",
+        "robots_decisions",
+        "workers",
+        "stats_samples",
+        "domain_state",
+        "request_log",
+    )
 
     def __len__(self) -> int:
         return sum(len(getattr(self, kind)) for kind in self.KINDS)

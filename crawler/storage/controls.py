@@ -11,7 +11,9 @@ from crawler.storage.backend import StorageBackend
 
 async def domain_controls(backend: StorageBackend) -> list[tuple[Any, ...]]:
     """(pattern, paused, max concurrency, min delay, reset requested at) of every control."""
-    return await backend.execute("SELECT domain, paused, max_concurrency, min_delay, reset_requested_at FROM domain_controls")
+    return await backend.execute(
+        "SELECT domain, paused, max_concurrency, min_delay, reset_requested_at FROM domain_controls"
+    )
 
 
 CONTROL_COLUMNS = ("domain", "paused", "max_concurrency", "min_delay", "reset_requested_at", "updated_by", "updated_at")
@@ -29,7 +31,9 @@ async def set_control(backend: StorageBackend, domain: str, who: str, now: datet
         f"ON CONFLICT (domain) DO UPDATE SET {updates}",
         (domain, *inserted.values(), who, now),
     )
-    rows = await backend.dicts(f"SELECT {', '.join(CONTROL_COLUMNS)} FROM domain_controls WHERE domain = ?", CONTROL_COLUMNS, (domain,))
+    rows = await backend.dicts(
+        f"SELECT {', '.join(CONTROL_COLUMNS)} FROM domain_controls WHERE domain = ?", CONTROL_COLUMNS, (domain,)
+    )
     return rows[0]
 
 
@@ -50,4 +54,6 @@ async def record_action(
 
 async def admin_actions(backend: StorageBackend, limit: int) -> list[dict[str, Any]]:
     """The latest admin actions, newest first, as dicts of ``ACTION_COLUMNS``."""
-    return await backend.dicts(f"SELECT {', '.join(ACTION_COLUMNS)} FROM admin_actions ORDER BY id DESC LIMIT ?", ACTION_COLUMNS, (limit,))
+    return await backend.dicts(
+        f"SELECT {', '.join(ACTION_COLUMNS)} FROM admin_actions ORDER BY id DESC LIMIT ?", ACTION_COLUMNS, (limit,)
+    )

@@ -30,20 +30,44 @@ async def valid_robots_files(backend: StorageBackend, now: datetime) -> list[tup
     )
 
 
-ROBOTS_COLUMNS = ("domain", "robots_txt", "robots_status", "robots_fetched_at", "robots_expires_at", "crawl_delay_seconds", "is_allowed")
+ROBOTS_COLUMNS = (
+    "domain",
+    "robots_txt",
+    "robots_status",
+    "robots_fetched_at",
+    "robots_expires_at",
+    "crawl_delay_seconds",
+    "is_allowed",
+)
 
 
 async def robots_file(backend: StorageBackend, domain: str) -> dict[str, Any] | None:
     """The stored robots.txt of ``domain``, as a dict of ``ROBOTS_COLUMNS``, or None."""
-    rows = await backend.dicts(f"SELECT {', '.join(ROBOTS_COLUMNS)} FROM domains WHERE domain = ?", ROBOTS_COLUMNS, (domain,))
+    rows = await backend.dicts(
+        f"SELECT {', '.join(ROBOTS_COLUMNS)} FROM domains WHERE domain = ?", ROBOTS_COLUMNS, (domain,)
+    )
     return rows[0] if rows else None
 
 
 DOMAIN_COLUMNS = (
-    "domain", "effective_delay", "robots_delay", "learned_delay", "learned_floor", "blocked_until", "circuit",
-    "in_flight", "queued", "pages", "errors", "responses_429", "updated_at",
-    "paused", "max_concurrency", "min_delay", "reset_requested_at",
-)  # fmt: skip
+    "domain",
+    "effective_delay",
+    "robots_delay",
+    "learned_delay",
+    "learned_floor",
+    "blocked_until",
+    "circuit",
+    "in_flight",
+    "queued",
+    "pages",
+    "errors",
+    "responses_429",
+    "updated_at",
+    "paused",
+    "max_concurrency",
+    "min_delay",
+    "reset_requested_at",
+)
 # A page of the crawl processes' snapshots is chosen in domain_state alone (one scan, a top-N
 # sort) and only its rows are joined with the stored robots.txt delays and the controls; the
 # domains known only from the domains table (crawled before snapshots were kept) follow them.
@@ -96,7 +120,12 @@ class StoredOnlyCount:
 
 
 async def domains_page(
-    backend: StorageBackend, sort: str, descending: bool, limit: int, offset: int, search: str | None,
+    backend: StorageBackend,
+    sort: str,
+    descending: bool,
+    limit: int,
+    offset: int,
+    search: str | None,
     stored_only: StoredOnlyCount,
 ) -> tuple[int, list[dict[str, Any]]]:
     """A page of domains sorted by ``sort`` (those with a snapshot), then those known only
@@ -106,10 +135,13 @@ async def domains_page(
         counts = await backend.execute(
             f"SELECT (SELECT COUNT(*) FROM domain_state ds WHERE ds.domain LIKE ?), (SELECT COUNT(*) {_STORED_ONLY.format(where='AND d.domain LIKE ?')})",
             params * 2,
-        )  # fmt: skip
+        )
         in_state, stored = (int(n or 0) for n in counts[0])
     else:
-        in_state, stored = int(await backend.scalar("SELECT COUNT(*) FROM domain_state") or 0), await stored_only.get(backend)
+        in_state, stored = (
+            int(await backend.scalar("SELECT COUNT(*) FROM domain_state") or 0),
+            await stored_only.get(backend),
+        )
     order = f"{DOMAIN_SORTS[sort]} {'DESC' if descending else 'ASC'}, ds.domain"
     rows = []
     if offset < in_state:
@@ -137,9 +169,14 @@ async def domain_totals(backend: StorageBackend, now: datetime) -> dict[str, Any
 
 async def busiest_domains(backend: StorageBackend, limit: int) -> list[dict[str, Any]]:
     """The ``limit`` domains with the most pages, as ``domains_page`` lists them."""
-    return await backend.dicts(_STATE_PAGE.format(where="", order="ds.pages DESC, ds.domain"), DOMAIN_COLUMNS, (limit, 0))
+    return await backend.dicts(
+        _STATE_PAGE.format(where="", order="ds.pages DESC, ds.domain"), DOMAIN_COLUMNS, (limit, 0)
+    )
 
 
 async def current_learned_delays(backend: StorageBackend) -> list[float]:
     """The learned delay of every domain with a snapshot."""
-    return [float(v) for (v,) in await backend.execute("SELECT learned_delay FROM domain_state WHERE learned_delay IS NOT NULL")]
+    return [
+        float(v)
+        for (v,) in await backend.execute("SELECT learned_delay FROM domain_state WHERE learned_delay IS NOT NULL")
+    ]

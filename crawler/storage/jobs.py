@@ -26,7 +26,14 @@ async def start_job(backend: StorageBackend, job: JobRecord) -> None:
 
 
 async def finish_job(
-    backend: StorageBackend, job_id: str, *, finished_at: Any, status: str, reason: str, counters: dict[str, int], stats: str
+    backend: StorageBackend,
+    job_id: str,
+    *,
+    finished_at: Any,
+    status: str,
+    reason: str,
+    counters: dict[str, int],
+    stats: str,
 ) -> None:
     await backend.execute(
         "UPDATE crawl_jobs SET finished_at = ?, status = ?, finish_reason = ?, pages_fetched = ?, "
@@ -50,9 +57,18 @@ async def cancel_requested(backend: StorageBackend, job_id: str) -> bool:
 
 
 JOB_COLUMNS = (
-    "id", "spider", "seeds", "started_at", "finished_at", "status", "finish_reason",
-    "pages_fetched", "pages_failed", "rows_written", "cancel_requested_at",
-)  # fmt: skip
+    "id",
+    "spider",
+    "seeds",
+    "started_at",
+    "finished_at",
+    "status",
+    "finish_reason",
+    "pages_fetched",
+    "pages_failed",
+    "rows_written",
+    "cancel_requested_at",
+)
 
 
 async def list_jobs(backend: StorageBackend, limit: int, status: str | None = None) -> list[dict[str, Any]]:

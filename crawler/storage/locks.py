@@ -26,11 +26,15 @@ async def take_lock(
 
 async def lock_holders(backend: StorageBackend, crawl: str) -> list[tuple[Any, ...]]:
     """(holder, hostname, pid, heartbeat) of the crawl's lock."""
-    return await backend.execute("SELECT holder, hostname, pid, heartbeat_at FROM crawl_locks WHERE crawl_id = ?", (crawl,))
+    return await backend.execute(
+        "SELECT holder, hostname, pid, heartbeat_at FROM crawl_locks WHERE crawl_id = ?", (crawl,)
+    )
 
 
 async def renew_lock(backend: StorageBackend, crawl: str, holder: str, now: datetime) -> None:
-    await backend.execute("UPDATE crawl_locks SET heartbeat_at = ? WHERE crawl_id = ? AND holder = ?", (now, crawl, holder))
+    await backend.execute(
+        "UPDATE crawl_locks SET heartbeat_at = ? WHERE crawl_id = ? AND holder = ?", (now, crawl, holder)
+    )
 
 
 async def release_lock(backend: StorageBackend, crawl: str, holder: str) -> None:

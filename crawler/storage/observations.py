@@ -10,7 +10,18 @@ from typing import Any
 from crawler.storage.backend import StorageBackend
 from crawler.storage.values import unix_time
 
-WORKER_COLUMNS = ("worker_id", "job_id", "crawl_id", "spider", "hostname", "pid", "started_at", "heartbeat_at", "state", "stats")
+WORKER_COLUMNS = (
+    "worker_id",
+    "job_id",
+    "crawl_id",
+    "spider",
+    "hostname",
+    "pid",
+    "started_at",
+    "heartbeat_at",
+    "state",
+    "stats",
+)
 DENIAL_COLUMNS = ("url", "allowed", "matched_rule", "reason", "decided_at")
 
 REQUEST_LOG_AUDIT_COLUMNS = ("url", "started_at", "ended_at", "http_status", "outcome", "delay_in_force")
@@ -22,7 +33,9 @@ async def logged_requests(
 ) -> list[dict[str, Any]]:
     """``request_log`` rows of ``domain`` started since ``since`` (of ``job``), as dicts."""
     where, params = _window(domain, since, job, "started_at")
-    rows = await backend.execute(f"SELECT {', '.join(REQUEST_LOG_AUDIT_COLUMNS)} FROM request_log WHERE {where}", params)
+    rows = await backend.execute(
+        f"SELECT {', '.join(REQUEST_LOG_AUDIT_COLUMNS)} FROM request_log WHERE {where}", params
+    )
     return [dict(zip(REQUEST_LOG_AUDIT_COLUMNS, row)) for row in rows]
 
 
@@ -31,7 +44,9 @@ async def robots_decisions(
 ) -> list[dict[str, Any]]:
     """``robots_decisions`` rows of ``domain`` decided since ``since`` (of ``job``), as dicts."""
     where, params = _window(domain, since, job, "decided_at")
-    rows = await backend.execute(f"SELECT {', '.join(DECISION_AUDIT_COLUMNS)} FROM robots_decisions WHERE {where}", params)
+    rows = await backend.execute(
+        f"SELECT {', '.join(DECISION_AUDIT_COLUMNS)} FROM robots_decisions WHERE {where}", params
+    )
     return [dict(zip(DECISION_AUDIT_COLUMNS, row)) for row in rows]
 
 
@@ -59,7 +74,9 @@ def stats_of(text: Any) -> dict[str, Any]:
 
 async def workers(backend: StorageBackend) -> list[dict[str, Any]]:
     """Every crawl process recorded, latest heartbeat first, its ``stats`` read as a dict."""
-    rows = await backend.dicts(f"SELECT {', '.join(WORKER_COLUMNS)} FROM workers ORDER BY heartbeat_at DESC", WORKER_COLUMNS)
+    rows = await backend.dicts(
+        f"SELECT {', '.join(WORKER_COLUMNS)} FROM workers ORDER BY heartbeat_at DESC", WORKER_COLUMNS
+    )
     for row in rows:
         row["stats"] = stats_of(row["stats"])
     return rows

@@ -29,7 +29,9 @@ class Outbox:
     ``request_log``), in the column order of those tables."""
 
     def __len__(self) -> int:
-        return len(self.domains) + len(self.robots) + len(self.robots_decisions) + len(self.new_pages) + len(self.observed)
+        return (
+            len(self.domains) + len(self.robots) + len(self.robots_decisions) + len(self.new_pages) + len(self.observed)
+        )
 
     def drain_into(self, batch: Batch) -> None:
         """Move every row into ``batch``."""

@@ -16,9 +16,16 @@ EXPORT_CHUNK = 1_000
 """Rows read at a time by an export."""
 
 STORED_COLUMNS = (
-    "etag", "last_modified", "content_hash", "crawled_at", "next_crawl_at", "recrawl_interval_seconds",
-    "visit_count", "change_count", "status",
-)  # fmt: skip
+    "etag",
+    "last_modified",
+    "content_hash",
+    "crawled_at",
+    "next_crawl_at",
+    "recrawl_interval_seconds",
+    "visit_count",
+    "change_count",
+    "status",
+)
 """What ``stored_pages`` reads of each page."""
 
 
@@ -82,18 +89,39 @@ def _marks(items: list[str]) -> str:
 
 
 LISTED_COLUMNS = (
-    "id", "url", "domain", "status", "http_status", "content_type", "content_length", "title", "error",
-    "crawled_at", "crawl_duration_ms", "depth", "discovered_via", "job_id",
-)  # fmt: skip
+    "id",
+    "url",
+    "domain",
+    "status",
+    "http_status",
+    "content_type",
+    "content_length",
+    "title",
+    "error",
+    "crawled_at",
+    "crawl_duration_ms",
+    "depth",
+    "discovered_via",
+    "job_id",
+)
 """What ``newest_pages`` lists of each page."""
 
 
 def page_filters(
-    *, domain: str | None = None, status: str | None = None, since: datetime | None = None, until: datetime | None = None
+    *,
+    domain: str | None = None,
+    status: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> tuple[list[str], list[Any]]:
     """Conditions on ``pages`` (ANDed) and their parameters."""
     conditions, params = [], []
-    for condition, value in (("domain = ?", domain), ("status = ?", status), ("crawled_at >= ?", since), ("crawled_at < ?", until)):
+    for condition, value in (
+        ("domain = ?", domain),
+        ("status = ?", status),
+        ("crawled_at >= ?", since),
+        ("crawled_at < ?", until),
+    ):
         if value is not None:
             conditions.append(condition)
             params.append(value)
@@ -101,8 +129,14 @@ def page_filters(
 
 
 async def newest_pages(
-    backend: StorageBackend, *, limit: int, after: tuple[datetime, int] | None, domain: str | None, status: str | None,
-    since: datetime | None, until: datetime | None,
+    backend: StorageBackend,
+    *,
+    limit: int,
+    after: tuple[datetime, int] | None,
+    domain: str | None,
+    status: str | None,
+    since: datetime | None,
+    until: datetime | None,
 ) -> list[dict[str, Any]]:
     """Newest first, by (crawled_at, id): a keyset page, which an index answers at any depth."""
     conditions, params = page_filters(domain=domain, status=status, since=since, until=until)

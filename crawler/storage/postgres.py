@@ -35,7 +35,9 @@ class PostgresBackend(StorageBackend):
         # One connection of its own first: the pool retries any failure for ever, while a
         # refusal (authentication, unknown database or role) is final and is said at once.
         try:
-            connection = await psycopg.AsyncConnection.connect(self.database_url, connect_timeout=max(1, int(self._connect_timeout)))
+            connection = await psycopg.AsyncConnection.connect(
+                self.database_url, connect_timeout=max(1, int(self._connect_timeout))
+            )
         except psycopg.OperationalError as exc:
             message = " ".join(str(exc).split())
             if _refused(message):

@@ -70,22 +70,45 @@ def steps(policy: RetentionPolicy, now: datetime) -> list[Step]:
     if robots:
         condition = " OR ".join(sql for sql, _ in robots)
         params = tuple(p for _, values in robots for p in values)
-        found.append(Step("robots decisions", "robots_decisions", f"DELETE FROM robots_decisions WHERE ({condition})", params))
+        found.append(
+            Step("robots decisions", "robots_decisions", f"DELETE FROM robots_decisions WHERE ({condition})", params)
+        )
     if policy.gone_visits > 0:
-        found.append(Step(
-            "pages gone for good (404/410)", "pages",
-            "DELETE FROM pages WHERE status = 'error' AND http_status IN (404, 410) AND error_count >= ?",
-            (policy.gone_visits,),
-        ))  # fmt: skip
+        found.append(
+            Step(
+                "pages gone for good (404/410)",
+                "pages",
+                "DELETE FROM pages WHERE status = 'error' AND http_status IN (404, 410) AND error_count >= ?",
+                (policy.gone_visits,),
+            )
+        )
     if policy.bodies_days > 0:
-        found.append(Step(
-            "bodies of old pages", "pages",
-            "UPDATE pages SET body = NULL WHERE body IS NOT NULL AND crawled_at < ?", (before(policy.bodies_days),),
-        ))  # fmt: skip
+        found.append(
+            Step(
+                "bodies of old pages",
+                "pages",
+                "UPDATE pages SET body = NULL WHERE body IS NOT NULL AND crawled_at < ?",
+                (before(policy.bodies_days),),
+            )
+        )
     if policy.request_log_days > 0:
-        found.append(Step("request log", "request_log", "DELETE FROM request_log WHERE started_at < ?", (before(policy.request_log_days),)))
+        found.append(
+            Step(
+                "request log",
+                "request_log",
+                "DELETE FROM request_log WHERE started_at < ?",
+                (before(policy.request_log_days),),
+            )
+        )
     if policy.stats_samples_days > 0:
-        found.append(Step("stats samples", "stats_samples", "DELETE FROM stats_samples WHERE sampled_at < ?", (before(policy.stats_samples_days),)))
+        found.append(
+            Step(
+                "stats samples",
+                "stats_samples",
+                "DELETE FROM stats_samples WHERE sampled_at < ?",
+                (before(policy.stats_samples_days),),
+            )
+        )
     return found
 
 
@@ -99,7 +122,9 @@ async def prune(backend: StorageBackend, policy: RetentionPolicy, now: datetime)
         if count:
             touched.add(step.table)
     if policy.jobs_days > 0:
-        removed["finished jobs"] = count = await _finished_jobs(backend, now - timedelta(days=policy.jobs_days), policy.batch_size)
+        removed["finished jobs"] = count = await _finished_jobs(
+            backend, now - timedelta(days=policy.jobs_days), policy.batch_size
+        )
         if count:
             touched.add("crawl_jobs")
     await backend.vacuum(sorted(touched))
@@ -107,12 +132,14 @@ async def prune(backend: StorageBackend, policy: RetentionPolicy, now: datetime)
 
 
 async def _by_id_ranges(backend: StorageBackend, step: Step, batch_size: int) -> int:
-    (low, high), = await backend.execute(f"SELECT MIN(id), MAX(id) FROM {step.table}")
+    ((low, high),) = await backend.execute(f"SELECT MIN(id), MAX(id) FROM {step.table}")
     if low is None:
         return 0
     total = 0
     for start in range(low, high + 1, batch_size):
-        total += await backend.execute_count(f"{step.statement} AND id >= ? AND id < ?", (*step.params, start, start + batch_size))
+        total += await backend.execute_count(
+            f"{step.statement} AND id >= ? AND id < ?", (*step.params, start, start + batch_size)
+        )
     return total
 
 
@@ -126,4 +153,3 @@ async def _finished_jobs(backend: StorageBackend, cutoff: datetime, batch_size: 
         total += count
         if count < batch_size:
             return total
-

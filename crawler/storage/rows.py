@@ -13,7 +13,11 @@ from crawler.storage.schema import PAGE_COLUMNS, SITEMAP_ENTRY_COLUMNS
 def page_row(item: PageItem) -> tuple[Any, ...]:
     # discovered_at is the crawl time of the first row; the upsert keeps the first value. The
     # error count of a first row (a later one counts in the upsert): one failed fetch, or none.
-    return (*(_storable(getattr(item, column)) for column in PAGE_COLUMNS), item.crawled_at, int(item.status == "error"))
+    return (
+        *(_storable(getattr(item, column)) for column in PAGE_COLUMNS),
+        item.crawled_at,
+        int(item.status == "error"),
+    )
 
 
 def _storable(value: Any) -> Any:
@@ -39,19 +43,36 @@ def domain_row(domain: str, learned_delay: float, floor: float, robots_delay: fl
 
 
 def robots_row(
-    domain: str, text: str | None, status: int | None, fetched_at: float, expires_at: float, crawl_delay: float | None,
+    domain: str,
+    text: str | None,
+    status: int | None,
+    fetched_at: float,
+    expires_at: float,
+    crawl_delay: float | None,
     allowed: bool,
 ) -> tuple[Any, ...]:
     """A domain's robots.txt fetch, in ``ROBOTS_COLUMNS`` order (times as Unix seconds)."""
     return (
-        domain, text, status, datetime.fromtimestamp(fetched_at, UTC), datetime.fromtimestamp(expires_at, UTC),
-        crawl_delay, allowed, datetime.now(UTC),
-    )  # fmt: skip
+        domain,
+        text,
+        status,
+        datetime.fromtimestamp(fetched_at, UTC),
+        datetime.fromtimestamp(expires_at, UTC),
+        crawl_delay,
+        allowed,
+        datetime.now(UTC),
+    )
 
 
 def robots_decision_row(
-    url: str, domain: str, user_agent: str, allowed: bool, rule: str | None, crawl_delay: float | None,
-    reason: str | None, job_id: str | None,
+    url: str,
+    domain: str,
+    user_agent: str,
+    allowed: bool,
+    rule: str | None,
+    crawl_delay: float | None,
+    reason: str | None,
+    job_id: str | None,
 ) -> tuple[Any, ...]:
     """A robots.txt decision, in ``ROBOTS_DECISION_COLUMNS`` order."""
     return (url, domain, user_agent, allowed, rule, crawl_delay, reason, datetime.now(UTC), job_id)

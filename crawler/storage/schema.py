@@ -13,7 +13,13 @@ from typing import Literal
 Dialect = Literal["sqlite", "postgresql"]
 
 _TYPES: dict[Dialect, dict[str, str]] = {
-    "sqlite": {"id": "INTEGER PRIMARY KEY AUTOINCREMENT", "ts": "TEXT", "blob": "BLOB", "real": "REAL", "big_text": "TEXT"},
+    "sqlite": {
+        "id": "INTEGER PRIMARY KEY AUTOINCREMENT",
+        "ts": "TEXT",
+        "blob": "BLOB",
+        "real": "REAL",
+        "big_text": "TEXT",
+    },
     "postgresql": {
         "id": "BIGSERIAL PRIMARY KEY",
         "ts": "TIMESTAMPTZ",
@@ -67,14 +73,37 @@ PAGE_COLUMNS: tuple[str, ...] = (
 crawl context (depth, priority, how the URL was found, the job) and the revisit schedule."""
 
 VISIT_COLUMNS: tuple[str, ...] = (
-    "url", "surt_key", "domain", "status", "http_status", "error", "crawled_at", "crawl_duration_ms", "job_id",
-)  # fmt: skip
+    "url",
+    "surt_key",
+    "domain",
+    "status",
+    "http_status",
+    "error",
+    "crawled_at",
+    "crawl_duration_ms",
+    "job_id",
+)
 """What any visit of a page writes; a failed visit writes only these (and its error count)."""
 
 CONTENT_COLUMNS: tuple[str, ...] = (
-    "content_type", "content_length", "content_hash", "title", "description", "text", "body", "body_truncated",
-    "noindex", "links_count", "links", "followed_links", "final_url", "redirect_count", "etag", "last_modified", "server_date",
-)  # fmt: skip
+    "content_type",
+    "content_length",
+    "content_hash",
+    "title",
+    "description",
+    "text",
+    "body",
+    "body_truncated",
+    "noindex",
+    "links_count",
+    "links",
+    "followed_links",
+    "final_url",
+    "redirect_count",
+    "etag",
+    "last_modified",
+    "server_date",
+)
 """What a page says: kept from the last good copy by a failed visit and by an unchanged one."""
 
 CONTENT_KEEPING_STATUSES = ("error", "unchanged")
@@ -362,18 +391,46 @@ ROBOTS_DECISION_COLUMNS: tuple[str, ...] = (
 
 
 WORKER_COLUMNS: tuple[str, ...] = (
-    "worker_id", "job_id", "crawl_id", "spider", "hostname", "pid", "started_at", "heartbeat_at", "state", "stats",
-)  # fmt: skip
+    "worker_id",
+    "job_id",
+    "crawl_id",
+    "spider",
+    "hostname",
+    "pid",
+    "started_at",
+    "heartbeat_at",
+    "state",
+    "stats",
+)
 STATS_SAMPLE_COLUMNS: tuple[str, ...] = ("worker_id", "job_id", "sampled_at", "stats")
 DOMAIN_STATE_COLUMNS: tuple[str, ...] = (
-    "domain", "effective_delay", "robots_delay", "learned_delay", "learned_floor", "blocked_until", "circuit",
-    "in_flight", "queued", "pages", "errors", "responses_429", "updated_at",
-)  # fmt: skip
+    "domain",
+    "effective_delay",
+    "robots_delay",
+    "learned_delay",
+    "learned_floor",
+    "blocked_until",
+    "circuit",
+    "in_flight",
+    "queued",
+    "pages",
+    "errors",
+    "responses_429",
+    "updated_at",
+)
 DOMAIN_STATE_COUNTERS: tuple[str, ...] = ("pages", "errors", "responses_429")
 """Rows carry what one process counted since its last snapshot; the table holds the sums."""
 REQUEST_LOG_COLUMNS: tuple[str, ...] = (
-    "domain", "url", "job_id", "worker_id", "started_at", "ended_at", "http_status", "outcome", "delay_in_force",
-)  # fmt: skip
+    "domain",
+    "url",
+    "job_id",
+    "worker_id",
+    "started_at",
+    "ended_at",
+    "http_status",
+    "outcome",
+    "delay_in_force",
+)
 
 
 def insert_sql(
@@ -403,18 +460,28 @@ def write_statements(placeholder: str) -> dict[str, str]:
         # The first discovery time is kept; error_count counts consecutive failed fetches; a
         # failed or unchanged visit keeps the last good content.
         "pages": insert_sql(
-            "pages", pages, placeholder, key="url_hash",
+            "pages",
+            pages,
+            placeholder,
+            key="url_hash",
             update=VISIT_COLUMNS,
             extra=(
                 *(_kept_when(c, CONTENT_KEEPING_STATUSES) for c in CONTENT_COLUMNS),
-                *(_kept_when(c, ("error",)) for c in PAGE_COLUMNS if c not in (*VISIT_COLUMNS, *CONTENT_COLUMNS, "url_hash")),
+                *(
+                    _kept_when(c, ("error",))
+                    for c in PAGE_COLUMNS
+                    if c not in (*VISIT_COLUMNS, *CONTENT_COLUMNS, "url_hash")
+                ),
                 "error_count = CASE WHEN excluded.status = 'error' THEN pages.error_count + 1 ELSE 0 END",
             ),
         ),
         # A URL skipped now must not replace what an earlier crawl stored.
         "new_pages": insert_sql("pages", pages, placeholder, key="url_hash"),
         "sitemap_entries": insert_sql(
-            "sitemap_entries", SITEMAP_ENTRY_COLUMNS, placeholder, key="sitemap_url, url_hash",
+            "sitemap_entries",
+            SITEMAP_ENTRY_COLUMNS,
+            placeholder,
+            key="sitemap_url, url_hash",
             update=("lastmod", "changefreq", "priority", "job_id"),
         ),
         "domains": insert_sql("domains", DOMAIN_COLUMNS, placeholder, key="domain", update=DOMAIN_COLUMNS[1:]),
@@ -423,12 +490,15 @@ def write_statements(placeholder: str) -> dict[str, str]:
         "workers": insert_sql("workers", WORKER_COLUMNS, placeholder, key="worker_id", update=WORKER_COLUMNS[1:]),
         "stats_samples": insert_sql("stats_samples", STATS_SAMPLE_COLUMNS, placeholder),
         "domain_state": insert_sql(
-            "domain_state", DOMAIN_STATE_COLUMNS, placeholder, key="domain",
+            "domain_state",
+            DOMAIN_STATE_COLUMNS,
+            placeholder,
+            key="domain",
             update=tuple(c for c in DOMAIN_STATE_COLUMNS[1:] if c not in DOMAIN_STATE_COUNTERS),
             extra=tuple(f"{c} = domain_state.{c} + excluded.{c}" for c in DOMAIN_STATE_COUNTERS),
         ),
         "request_log": insert_sql("request_log", REQUEST_LOG_COLUMNS, placeholder),
-    }  # fmt: skip
+    }
 
 
 def _kept_when(column: str, statuses: tuple[str, ...]) -> str:

@@ -14,7 +14,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def html(title: str, links: Iterable[str] = (), *, body: str = "", head: str = "", nofollow: Iterable[str] = ()) -> Reply:
+def html(
+    title: str, links: Iterable[str] = (), *, body: str = "", head: str = "", nofollow: Iterable[str] = ()
+) -> Reply:
     anchors = "".join(f'<li><a href="{href}">{href}</a></li>' for href in links)
     anchors += "".join(f'<li><a rel="nofollow" href="{href}">{href}</a></li>' for href in nofollow)
     page = (

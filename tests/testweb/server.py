@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from twisted.internet import reactor
+from twisted.internet import reactor  # noqa: TID253 - the test web runs in a process of its own
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 

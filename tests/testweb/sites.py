@@ -28,6 +28,7 @@ class Site:
     robots: str | None = ALLOW_ALL
     rate: float | None = None
     """Requests per second the server accepts before answering 429 (None: no limit)."""
+
     def __init__(self, options: dict[str, str] | None = None):
         self.options = options or {}
 
@@ -91,7 +92,12 @@ class LinksSite(Site):
         if path == "/nofollow-target":
             return html("Nofollowed", ["/only-from-nofollow"])
         if path == "/noindex-meta":
-            return html("Meta noindex", ["/from-noindex"], head='<meta name="robots" content="noindex">', body="secret body text")
+            return html(
+                "Meta noindex",
+                ["/from-noindex"],
+                head='<meta name="robots" content="noindex">',
+                body="secret body text",
+            )
         if path == "/noindex-header":
             reply = html("Header noindex", body="secret header text")
             reply.headers["X-Robots-Tag"] = "noindex"
@@ -109,7 +115,9 @@ class LinksSite(Site):
         if path == "/loop-b":
             return redirect("/loop-a", 302)
         if path == "/big":
-            return Reply(200, b"<html><body>" + b"x" * (11 * 1024 * 1024) + b"</body></html>", {"Content-Type": "text/html"})
+            return Reply(
+                200, b"<html><body>" + b"x" * (11 * 1024 * 1024) + b"</body></html>", {"Content-Type": "text/html"}
+            )
         if path == "/gzip-bomb":
             return Reply(200, _gzip_bomb(), {"Content-Type": "text/html", "Content-Encoding": "gzip"})
         if path == "/image.png":
@@ -130,7 +138,17 @@ class LinksSite(Site):
         if path == "/from-malformed":
             return html("Linked from malformed HTML")
         if path == "/bad-links":
-            return html("Bad links", ["http://exa mple.com/", "http://[::1/", "javascript:alert(1)", "mailto:a@b.c", "http://x:99999/", "/good-link"])
+            return html(
+                "Bad links",
+                [
+                    "http://exa mple.com/",
+                    "http://[::1/",
+                    "javascript:alert(1)",
+                    "mailto:a@b.c",
+                    "http://x:99999/",
+                    "/good-link",
+                ],
+            )
         if path == "/good-link":
             return html("Good link")
         if path == "/server-error":
@@ -166,7 +184,15 @@ class SitemapSite(Site):
 
     def page(self, path: str, base: str) -> Reply:
         if path == "/maps/index.xml":
-            children = ["pages.xml", "pages-gzip.xml", "pages.txt", "index.xml", "broken.xml", "missing.xml", "nested.xml"]
+            children = [
+                "pages.xml",
+                "pages-gzip.xml",
+                "pages.txt",
+                "index.xml",
+                "broken.xml",
+                "missing.xml",
+                "nested.xml",
+            ]
             return xml(sitemapindex(f"{base}/maps/{c}" for c in children))
         if path == "/maps/pages.xml":
             invalid = "<url><loc>http://exa mple.com/bad</loc></url><url><loc>not a url</loc></url>"
@@ -240,7 +266,9 @@ class HostileSitemapSite(Site):
         if path == "/bomb.xml.gz":
             return Reply(200, _gzip_bomb(), {"Content-Type": "application/x-gzip"})
         if path == "/laughs.xml":
-            entities = '<!ENTITY a "ha">' + "".join(f'<!ENTITY {c} "&{p};&{p};&{p};&{p};&{p};&{p};&{p};&{p};">' for p, c in zip("abcdefgh", "bcdefghi"))
+            entities = '<!ENTITY a "ha">' + "".join(
+                f'<!ENTITY {c} "&{p};&{p};&{p};&{p};&{p};&{p};&{p};&{p};">' for p, c in zip("abcdefgh", "bcdefghi")
+            )
             body = (
                 f'<?xml version="1.0"?><!DOCTYPE urlset [{entities}]>'
                 f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
@@ -352,9 +380,18 @@ class PacedSite(Site):
 def target_spellings(port: str) -> list[str]:
     """Bases of one loopback host (127.0.0.1) under every spelling a resolver accepts."""
     hosts = [
-        "127.0.0.1", "2130706433", "0x7f000001", "0177.0.0.1", "127.1", "0x7f.1", "[::ffff:127.0.0.1]",
-        "[::ffff:7f00:1]", "[64:ff9b::7f00:1]", "[2002:7f00:1::1]", "localhost",
-    ]  # fmt: skip
+        "127.0.0.1",
+        "2130706433",
+        "0x7f000001",
+        "0177.0.0.1",
+        "127.1",
+        "0x7f.1",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+        "[64:ff9b::7f00:1]",
+        "[2002:7f00:1::1]",
+        "localhost",
+    ]
     return [f"http://{host}:{port}" for host in hosts]
 
 
@@ -379,10 +416,20 @@ class HostileWebSite(HostileSitemapSite):
     CHAIN = 30
     DEAD_LINKS = 100_000
     PAGES = [
-        "/redirect-loop-a", "/chain/0", "/to-target-302", "/to-target-301-spelled", "/to-target-refresh",
-        "/big-50mb", "/gzip-bomb", "/invalid-utf8", "/unknown-charset", "/binary-as-html", "/empty",
-        "/many-links", "/forbidden",
-    ]  # fmt: skip
+        "/redirect-loop-a",
+        "/chain/0",
+        "/to-target-302",
+        "/to-target-301-spelled",
+        "/to-target-refresh",
+        "/big-50mb",
+        "/gzip-bomb",
+        "/invalid-utf8",
+        "/unknown-charset",
+        "/binary-as-html",
+        "/empty",
+        "/many-links",
+        "/forbidden",
+    ]
     LONG_URL = "/long?" + "x" * 100_000
 
     @property
@@ -395,7 +442,14 @@ class HostileWebSite(HostileSitemapSite):
         if path == "/robots-moved.txt":
             return redirect("/robots-real.txt", 302)
         if path == "/robots-real.txt":
-            lines = ["User-agent: *", "Disallow: /forbidden", "Sitemap: /maps/own.xml", "Sitemap: /laughs.xml", "Sitemap: /bomb.xml.gz", "Sitemap: /maps/xxe-net.xml"]
+            lines = [
+                "User-agent: *",
+                "Disallow: /forbidden",
+                "Sitemap: /maps/own.xml",
+                "Sitemap: /laughs.xml",
+                "Sitemap: /bomb.xml.gz",
+                "Sitemap: /maps/xxe-net.xml",
+            ]
             lines += [f"Sitemap: {target}/sitemap.xml" for target in self.targets[:3]]
             return text("\n".join(lines) + "\n")
         return self.page(path, base)
@@ -423,9 +477,17 @@ class HostileWebSite(HostileSitemapSite):
         if path == "/gzip-bomb":
             return Reply(200, _gzip_bomb(), {"Content-Type": "text/html", "Content-Encoding": "gzip"})
         if path == "/invalid-utf8":
-            return Reply(200, b"<html><head><title>Bad \xc3\x28 bytes</title></head><body>\xff\xfe\xfd text \xed\xa0\x80</body></html>", {"Content-Type": "text/html; charset=utf-8"})
+            return Reply(
+                200,
+                b"<html><head><title>Bad \xc3\x28 bytes</title></head><body>\xff\xfe\xfd text \xed\xa0\x80</body></html>",
+                {"Content-Type": "text/html; charset=utf-8"},
+            )
         if path == "/unknown-charset":
-            return Reply(200, b"<html><head><title>Unknown charset</title></head><body>caf\xe9</body></html>", {"Content-Type": "text/html; charset=x-no-such-charset"})
+            return Reply(
+                200,
+                b"<html><head><title>Unknown charset</title></head><body>caf\xe9</body></html>",
+                {"Content-Type": "text/html; charset=x-no-such-charset"},
+            )
         if path == "/binary-as-html":
             return Reply(200, b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64, {"Content-Type": "text/html"})
         if path == "/empty":
@@ -510,7 +572,17 @@ def _nested_page(depth: int) -> Reply:
 SITES: dict[str, type[Site]] = {
     cls.name: cls
     for cls in (
-        LinksSite, SitemapSite, FallbackSitemapSite, IndexFallbackSite, NoSitemapSite, HostileSitemapSite, HeavySite,
-        PacedSite, SecretSite, HostileWebSite, BigRobotsSite, DeepSite,
+        LinksSite,
+        SitemapSite,
+        FallbackSitemapSite,
+        IndexFallbackSite,
+        NoSitemapSite,
+        HostileSitemapSite,
+        HeavySite,
+        PacedSite,
+        SecretSite,
+        HostileWebSite,
+        BigRobotsSite,
+        DeepSite,
     )
-}  # fmt: skip
+}

@@ -14,6 +14,14 @@ from crawler.api.routes import (
 )
 
 ROUTES = (
-    *site_routes.ROUTES, *health_routes.ROUTES, *metrics_routes.ROUTES, *auth_routes.ROUTES, *stats_routes.ROUTES,
-    *frontier_routes.ROUTES, *pages_routes.ROUTES, *domains_routes.ROUTES, *controls_routes.ROUTES, *jobs_routes.ROUTES,
-)  # fmt: skip
+    *site_routes.ROUTES,
+    *health_routes.ROUTES,
+    *metrics_routes.ROUTES,
+    *auth_routes.ROUTES,
+    *stats_routes.ROUTES,
+    *frontier_routes.ROUTES,
+    *pages_routes.ROUTES,
+    *domains_routes.ROUTES,
+    *controls_routes.ROUTES,
+    *jobs_routes.ROUTES,
+)

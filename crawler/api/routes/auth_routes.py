@@ -6,13 +6,16 @@ from aiohttp import web
 
 from crawler.api import params
 from crawler.api.auth import ANONYMOUS, COOKIE, authenticate
+from crawler.api.context import context, identity
 from crawler.api.routing import Route
-from crawler.api.context import identity, context
 
 LOGIN_BODY = {
     "type": "object",
     "required": ["username", "password"],
-    "properties": {"username": {"type": "string", "minLength": 1, "maxLength": 64}, "password": {"type": "string", "minLength": 1, "maxLength": 1024}},
+    "properties": {
+        "username": {"type": "string", "minLength": 1, "maxLength": 64},
+        "password": {"type": "string", "minLength": 1, "maxLength": 1024},
+    },
 }
 
 
@@ -26,9 +29,14 @@ async def login(request: web.Request) -> web.Response:
     token = await found.sessions.create(who)
     response = web.json_response({"username": who.username, "role": who.role})
     response.set_cookie(
-        COOKIE, token, max_age=int(found.config.session_seconds), httponly=True, samesite="Strict",
-        secure=found.config.cookie_secure, path="/",
-    )  # fmt: skip
+        COOKIE,
+        token,
+        max_age=int(found.config.session_seconds),
+        httponly=True,
+        samesite="Strict",
+        secure=found.config.cookie_secure,
+        path="/",
+    )
     return response
 
 
@@ -49,7 +57,15 @@ async def me(request: web.Request) -> web.Response:
 
 
 ROUTES = (
-    Route("POST", "/api/auth/login", login, "anonymous", "Log in: sets the session cookie", body=LOGIN_BODY, statuses=(400, 401)),
+    Route(
+        "POST",
+        "/api/auth/login",
+        login,
+        "anonymous",
+        "Log in: sets the session cookie",
+        body=LOGIN_BODY,
+        statuses=(400, 401),
+    ),
     Route("POST", "/api/auth/logout", logout, "anonymous", "Log out: ends the session"),
     Route("GET", "/api/auth/me", me, "anonymous", "The logged-in user and role", statuses=(401,)),
 )

@@ -37,15 +37,25 @@ def _number(data: dict[str, Any], name: str, kind: type, low: float, high: float
     value = data.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and not isinstance(value, int)) or not low <= value <= high:
-        raise params.bad_request(f"{name} must be {'an integer' if kind is int else 'a number'} from {low} to {high}, or null")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (kind is int and not isinstance(value, int))
+        or not low <= value <= high
+    ):
+        raise params.bad_request(
+            f"{name} must be {'an integer' if kind is int else 'a number'} from {low} to {high}, or null"
+        )
     return kind(value)
 
 
 async def put_limits(request: web.Request) -> web.Response:
     found, who, domain = context(request), identity(request), request.match_info["domain"]
     data = await params.body(request)
-    limits = {"max_concurrency": _number(data, "max_concurrency", int, 1, 1000), "min_delay": _number(data, "min_delay", float, 0, 3600)}
+    limits = {
+        "max_concurrency": _number(data, "max_concurrency", int, 1, 1000),
+        "min_delay": _number(data, "min_delay", float, 0, 3600),
+    }
     row = await _control(found, domain, who.username, **limits)
     await found.record(who, "domain.limits", domain, limits)
     return web.json_response(row)
@@ -101,17 +111,71 @@ async def actions(request: web.Request) -> web.Response:
 
 
 ROUTES = (
-    Route("PUT", "/api/domains/{domain}/limits", put_limits, "admin", "Set a domain's concurrency and minimum delay (robots.txt and learned delays still win when stricter)",
-          (DOMAIN,), body=LIMITS_BODY, statuses=(400,)),
-    Route("DELETE", "/api/domains/{domain}/limits", delete_limits, "admin", "Clear a domain's limits", (DOMAIN,), statuses=(400,)),
-    Route("POST", "/api/domains/{domain}/pause", pause, "admin", "Pause a domain (* for the whole crawl)", (DOMAIN,), statuses=(400,)),
-    Route("POST", "/api/domains/{domain}/resume", resume, "admin", "Resume a domain (* for the whole crawl)", (DOMAIN,), statuses=(400,)),
-    Route("POST", "/api/admin/domains/{domain}/reset", reset, "admin", "Reset a domain's learned delay, floor, block and circuit", (DOMAIN,), statuses=(400,)),
-    Route("DELETE", "/api/admin/pages", purge_pages, "admin", "Purge stored pages",
-          (Param("domain", {"type": "string", "minLength": 1, "maxLength": 255}),
-           Param("before", {"type": "string"}, "ISO 8601 or epoch seconds"),
-           Param("all", {"type": "string", "enum": ["true", "false"]}, "every page")),
-          statuses=(400,)),
-    Route("GET", "/api/admin/actions", actions, "admin", "Recorded admin actions, newest first",
-          (Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}),)),
-)  # fmt: skip
+    Route(
+        "PUT",
+        "/api/domains/{domain}/limits",
+        put_limits,
+        "admin",
+        "Set a domain's concurrency and minimum delay (robots.txt and learned delays still win when stricter)",
+        (DOMAIN,),
+        body=LIMITS_BODY,
+        statuses=(400,),
+    ),
+    Route(
+        "DELETE",
+        "/api/domains/{domain}/limits",
+        delete_limits,
+        "admin",
+        "Clear a domain's limits",
+        (DOMAIN,),
+        statuses=(400,),
+    ),
+    Route(
+        "POST",
+        "/api/domains/{domain}/pause",
+        pause,
+        "admin",
+        "Pause a domain (* for the whole crawl)",
+        (DOMAIN,),
+        statuses=(400,),
+    ),
+    Route(
+        "POST",
+        "/api/domains/{domain}/resume",
+        resume,
+        "admin",
+        "Resume a domain (* for the whole crawl)",
+        (DOMAIN,),
+        statuses=(400,),
+    ),
+    Route(
+        "POST",
+        "/api/admin/domains/{domain}/reset",
+        reset,
+        "admin",
+        "Reset a domain's learned delay, floor, block and circuit",
+        (DOMAIN,),
+        statuses=(400,),
+    ),
+    Route(
+        "DELETE",
+        "/api/admin/pages",
+        purge_pages,
+        "admin",
+        "Purge stored pages",
+        (
+            Param("domain", {"type": "string", "minLength": 1, "maxLength": 255}),
+            Param("before", {"type": "string"}, "ISO 8601 or epoch seconds"),
+            Param("all", {"type": "string", "enum": ["true", "false"]}, "every page"),
+        ),
+        statuses=(400,),
+    ),
+    Route(
+        "GET",
+        "/api/admin/actions",
+        actions,
+        "admin",
+        "Recorded admin actions, newest first",
+        (Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}),),
+    ),
+)

@@ -21,7 +21,9 @@ async def domains(request: web.Request) -> web.Response:
     limit = params.integer(request, "limit", 100, 1, 1000)
     offset = params.integer(request, "offset", 0, 0, 10_000_000)
     found = context(request)
-    total, rows = await domains_page(found.db, sort, order == "desc", limit, offset, params.text(request, "q", 255), found.stored_only)
+    total, rows = await domains_page(
+        found.db, sort, order == "desc", limit, offset, params.text(request, "q", 255), found.stored_only
+    )
     now = utc_now().timestamp()
     for row in rows:
         until = unix_time(row["blocked_until"])
@@ -54,20 +56,41 @@ async def audit(request: web.Request) -> web.Response:
 
 ROUTES = (
     Route(
-        "GET", "/api/domains", domains, "user", "Per domain: delays, block, circuit, in flight, queued, pages, errors, 429s (domains with "
+        "GET",
+        "/api/domains",
+        domains,
+        "user",
+        "Per domain: delays, block, circuit, in flight, queued, pages, errors, 429s (domains with "
         "a crawl snapshot in the order asked, then those known only from stored robots.txt, by name)",
-        (Param("sort", {"type": "string", "enum": list(DOMAIN_SORTS), "default": "domain"}),
-         Param("order", {"type": "string", "enum": ["asc", "desc"]}),
-         Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}),
-         Param("offset", {"type": "integer", "minimum": 0, "maximum": 10_000_000, "default": 0}),
-         Param("q", {"type": "string", "minLength": 1, "maxLength": 255}, "part of the domain name")),
+        (
+            Param("sort", {"type": "string", "enum": list(DOMAIN_SORTS), "default": "domain"}),
+            Param("order", {"type": "string", "enum": ["asc", "desc"]}),
+            Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}),
+            Param("offset", {"type": "integer", "minimum": 0, "maximum": 10_000_000, "default": 0}),
+            Param("q", {"type": "string", "minLength": 1, "maxLength": 255}, "part of the domain name"),
+        ),
         statuses=(400,),
     ),
-    Route("GET", "/api/domains/{domain}/robots", robots, "user", "The stored robots.txt and recent denials", (DOMAIN,), statuses=(404,)),
     Route(
-        "GET", "/api/domains/{domain}/audit", audit, "user", "Politeness audit of a domain over a window",
-        (DOMAIN, Param("minutes", {"type": "integer", "minimum": 1, "maximum": 10080, "default": 60}),
-         Param("tolerance_ms", {"type": "integer", "minimum": 0, "maximum": 10000, "default": 10})),
+        "GET",
+        "/api/domains/{domain}/robots",
+        robots,
+        "user",
+        "The stored robots.txt and recent denials",
+        (DOMAIN,),
+        statuses=(404,),
+    ),
+    Route(
+        "GET",
+        "/api/domains/{domain}/audit",
+        audit,
+        "user",
+        "Politeness audit of a domain over a window",
+        (
+            DOMAIN,
+            Param("minutes", {"type": "integer", "minimum": 1, "maximum": 10080, "default": 60}),
+            Param("tolerance_ms", {"type": "integer", "minimum": 0, "maximum": 10000, "default": 10}),
+        ),
         statuses=(400,),
     ),
-)  # fmt: skip
+)

@@ -18,7 +18,11 @@ from crawler.storage.inbox import add_to_inbox, clear_inbox, recover_inbox, wait
 from crawler.storage.values import utc_now
 
 LIMIT = Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100})
-CRAWL = Param("crawl", {"type": "string", "minLength": 1, "maxLength": 200}, "one shared crawl (Redis only); all of them without it")
+CRAWL = Param(
+    "crawl",
+    {"type": "string", "minLength": 1, "maxLength": 200},
+    "one shared crawl (Redis only); all of them without it",
+)
 
 
 async def frontier_stats(request: web.Request) -> web.Response:
@@ -39,7 +43,9 @@ async def frontier_urls(request: web.Request) -> web.Response:
         return web.json_response({"source": "redis", "urls": urls, "next_offset": offset + limit if more else None})
     rows = await waiting_urls(found.db, limit + 1, offset)
     more = len(rows) > limit
-    return web.json_response({"source": "database", "urls": rows[:limit], "next_offset": offset + limit if more else None})
+    return web.json_response(
+        {"source": "database", "urls": rows[:limit], "next_offset": offset + limit if more else None}
+    )
 
 
 async def _inbox(request: web.Request, action: str) -> web.Response:
@@ -55,7 +61,9 @@ async def _inbox(request: web.Request, action: str) -> web.Response:
     now = utc_now()
     for url in accepted:
         await add_to_inbox(found.db, url, spider, crawl, who.username, now)
-    await found.record(who, action, None, {"urls": accepted, "rejected": len(rejected), "spider": spider, "crawl": crawl})
+    await found.record(
+        who, action, None, {"urls": accepted, "rejected": len(rejected), "spider": spider, "crawl": crawl}
+    )
     return web.json_response({"accepted": accepted, "rejected": rejected}, status=202)
 
 
@@ -108,14 +116,48 @@ async def frontier_clear(request: web.Request) -> web.Response:
 
 
 ROUTES = (
-    Route("GET", "/api/frontier/stats", frontier_stats, "user", "Frontier size and age (Redis, else what the database holds)"),
-    Route("GET", "/api/frontier/urls", frontier_urls, "user", "URLs waiting in the frontier",
-          (LIMIT, Param("offset", {"type": "integer", "minimum": 0, "maximum": 10_000_000, "default": 0}), CRAWL)),
-    Route("POST", "/api/frontier/add", frontier_add, "admin", "Add URLs (the crawl processes take them from the inbox)",
-          body=URLS_BODY, statuses=(202, 400)),
-    Route("POST", "/api/frontier/seed", frontier_seed, "admin", "Add seed URLs", body=URLS_BODY, tier="seed", statuses=(202, 400)),
+    Route(
+        "GET",
+        "/api/frontier/stats",
+        frontier_stats,
+        "user",
+        "Frontier size and age (Redis, else what the database holds)",
+    ),
+    Route(
+        "GET",
+        "/api/frontier/urls",
+        frontier_urls,
+        "user",
+        "URLs waiting in the frontier",
+        (LIMIT, Param("offset", {"type": "integer", "minimum": 0, "maximum": 10_000_000, "default": 0}), CRAWL),
+    ),
+    Route(
+        "POST",
+        "/api/frontier/add",
+        frontier_add,
+        "admin",
+        "Add URLs (the crawl processes take them from the inbox)",
+        body=URLS_BODY,
+        statuses=(202, 400),
+    ),
+    Route(
+        "POST",
+        "/api/frontier/seed",
+        frontier_seed,
+        "admin",
+        "Add seed URLs",
+        body=URLS_BODY,
+        tier="seed",
+        statuses=(202, 400),
+    ),
     Route("POST", "/api/frontier/recover", frontier_recover, "admin", "Recover URLs taken by processes that died"),
-    Route("DELETE", "/api/frontier", frontier_clear, "admin", "Clear the frontier",
-          (Param("crawl", CRAWL.schema, "a shared crawl whose keys are deleted"),),
-          statuses=(400, 404)),
-)  # fmt: skip
+    Route(
+        "DELETE",
+        "/api/frontier",
+        frontier_clear,
+        "admin",
+        "Clear the frontier",
+        (Param("crawl", CRAWL.schema, "a shared crawl whose keys are deleted"),),
+        statuses=(400, 404),
+    ),
+)

@@ -6,8 +6,8 @@ import asyncio
 
 from aiohttp import web
 
-from crawler.api.routing import Route
 from crawler.api.context import context
+from crawler.api.routing import Route
 
 CHECK_TIMEOUT = 5.0
 
@@ -25,7 +25,12 @@ async def health(request: web.Request) -> web.Response:
     database = await _check(found.db.ping())
     redis = "not configured" if found.redis is None else await _check(found.redis.ping())
     healthy = database == "ok" and redis in ("ok", "not configured")
-    body = {"status": "ok" if healthy else "degraded", "database": database, "database_dialect": found.db.dialect, "redis": redis}
+    body = {
+        "status": "ok" if healthy else "degraded",
+        "database": database,
+        "database_dialect": found.db.dialect,
+        "redis": redis,
+    }
     return web.json_response(body, status=200 if healthy else 503)
 
 

@@ -34,8 +34,24 @@ async def cancel(request: web.Request) -> web.Response:
 
 
 ROUTES = (
-    Route("GET", "/api/jobs", jobs, "user", "Crawl jobs, newest first",
-          (Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50}),
-           Param("status", {"type": "string", "minLength": 1, "maxLength": 16}))),
-    Route("POST", "/api/jobs/{job_id}/cancel", cancel, "admin", "Ask a running job to stop", (JOB,), statuses=(202, 404, 409)),
-)  # fmt: skip
+    Route(
+        "GET",
+        "/api/jobs",
+        jobs,
+        "user",
+        "Crawl jobs, newest first",
+        (
+            Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50}),
+            Param("status", {"type": "string", "minLength": 1, "maxLength": 16}),
+        ),
+    ),
+    Route(
+        "POST",
+        "/api/jobs/{job_id}/cancel",
+        cancel,
+        "admin",
+        "Ask a running job to stop",
+        (JOB,),
+        statuses=(202, 404, 409),
+    ),
+)

@@ -7,10 +7,10 @@ import asyncio
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from crawler.api.context import context
 from crawler.api.metrics import CrawlCollector, exposition
 from crawler.api.overview import gather
 from crawler.api.routing import Route
-from crawler.api.context import context
 from crawler.storage.domains import busiest_domains, current_learned_delays
 
 

@@ -9,8 +9,8 @@ from datetime import datetime
 from aiohttp import web
 
 from crawler.api import params
-from crawler.api.routing import Param, Route
 from crawler.api.context import context
+from crawler.api.routing import Param, Route
 from crawler.storage.pages import newest_pages
 
 STATUSES = ("fetched", "noindex", "sitemap", "redirect", "blocked_by_robots", "filtered", "skipped", "error")
@@ -44,19 +44,29 @@ async def pages(request: web.Request) -> web.Response:
     more = len(rows) > limit
     rows = rows[:limit]
     # Opaque and URL-safe: the last row's time and id.
-    cursor = base64.urlsafe_b64encode(f"{rows[-1]['crawled_at']}~{rows[-1]['id']}".encode()).decode().rstrip("=") if more else None
+    cursor = (
+        base64.urlsafe_b64encode(f"{rows[-1]['crawled_at']}~{rows[-1]['id']}".encode()).decode().rstrip("=")
+        if more
+        else None
+    )
     return web.json_response({"pages": rows, "next_cursor": cursor})
 
 
 ROUTES = (
     Route(
-        "GET", "/api/pages", pages, "user", "Stored pages, newest first",
-        (Param("domain", {"type": "string", "minLength": 1, "maxLength": 255}),
-         Param("status", {"type": "string", "enum": list(STATUSES)}),
-         Param("since", {"type": "string"}, "ISO 8601 or epoch seconds: crawled at or after"),
-         Param("until", {"type": "string"}, "ISO 8601 or epoch seconds: crawled before"),
-         Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}),
-         Param("cursor", {"type": "string", "maxLength": 100}, "next_cursor of the previous page")),
+        "GET",
+        "/api/pages",
+        pages,
+        "user",
+        "Stored pages, newest first",
+        (
+            Param("domain", {"type": "string", "minLength": 1, "maxLength": 255}),
+            Param("status", {"type": "string", "enum": list(STATUSES)}),
+            Param("since", {"type": "string"}, "ISO 8601 or epoch seconds: crawled at or after"),
+            Param("until", {"type": "string"}, "ISO 8601 or epoch seconds: crawled before"),
+            Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}),
+            Param("cursor", {"type": "string", "maxLength": 100}, "next_cursor of the previous page"),
+        ),
         statuses=(400,),
     ),
-)  # fmt: skip
+)

@@ -19,7 +19,9 @@ def _file(name: str) -> bytes:
 
 
 async def index(request: web.Request) -> web.Response:
-    return web.Response(body=_file("index.html"), content_type="text/html", charset="utf-8", headers={"Cache-Control": _CACHE})
+    return web.Response(
+        body=_file("index.html"), content_type="text/html", charset="utf-8", headers={"Cache-Control": _CACHE}
+    )
 
 
 async def static(request: web.Request) -> web.Response:
@@ -37,7 +39,15 @@ OPENAPI = web.AppKey("openapi", dict)
 
 ROUTES = (
     Route("GET", "/", index, "anonymous", "The dashboard", produces="text/html"),
-    Route("GET", "/static/{name}", static, "anonymous", "The dashboard's scripts and styles",
-          (Param("name", {"type": "string", "enum": sorted(STATIC)}, where="path", required=True),), statuses=(404,), produces="text/plain"),
+    Route(
+        "GET",
+        "/static/{name}",
+        static,
+        "anonymous",
+        "The dashboard's scripts and styles",
+        (Param("name", {"type": "string", "enum": sorted(STATIC)}, where="path", required=True),),
+        statuses=(404,),
+        produces="text/plain",
+    ),
     Route("GET", "/openapi.json", openapi, "anonymous", "This description"),
-)  # fmt: skip
+)

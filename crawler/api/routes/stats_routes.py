@@ -7,9 +7,9 @@ from datetime import timedelta
 from aiohttp import web
 
 from crawler.api import figures, params
+from crawler.api.context import context
 from crawler.api.overview import gather, point_json, recent_samples
 from crawler.api.routing import Param, Route
-from crawler.api.context import context
 from crawler.storage.values import utc_now
 
 MAX_POINTS = 1000
@@ -54,10 +54,22 @@ async def timeseries(request: web.Request) -> web.Response:
 
 
 ROUTES = (
-    Route("GET", "/api/stats", stats, "anonymous", "The crawl at a glance: rates, totals, workers, frontier, domains, alerts"),
     Route(
-        "GET", "/api/stats/timeseries", timeseries, "user", "Pages per second, status mix and frontier size over time",
-        (Param("minutes", {"type": "integer", "minimum": 1, "maximum": 1440, "default": 15}, "how far back"),
-         Param("step", {"type": "integer", "minimum": 5, "maximum": 3600, "default": 10}, "seconds per point")),
+        "GET",
+        "/api/stats",
+        stats,
+        "anonymous",
+        "The crawl at a glance: rates, totals, workers, frontier, domains, alerts",
     ),
-)  # fmt: skip
+    Route(
+        "GET",
+        "/api/stats/timeseries",
+        timeseries,
+        "user",
+        "Pages per second, status mix and frontier size over time",
+        (
+            Param("minutes", {"type": "integer", "minimum": 1, "maximum": 1440, "default": 15}, "how far back"),
+            Param("step", {"type": "integer", "minimum": 5, "maximum": 3600, "default": 10}, "seconds per point"),
+        ),
+    ),
+)
