@@ -17,13 +17,13 @@ import os
 import resource
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.commands import scrapy
 from tests.testweb import TestWeb
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,32 +127,11 @@ def main() -> None:
         def pages() -> int:
             return sum(1 for entry in web.log("heavy") if entry.status == 200 and entry.path != "/robots.txt")
 
-        stock = [
-            sys.executable,
-            "-m",
-            "scrapy",
-            "runspider",
-            str(ROOT / "bench" / "stock_crawlspider.py"),
-            "-a",
-            f"url={url}",
-            *settings,
-        ]
+        stock = scrapy("runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={url}", *settings)
         for i in range(args.runs):
             database = f"sqlite:///{tmp}/bench-{i}.db"
-            ours = [
-                sys.executable,
-                "-m",
-                "scrapy",
-                "crawl",
-                "links",
-                "-a",
-                f"url={url}",
-                "-a",
-                "max_depth=100",
-                *settings,
-                "-s",
-                f"DATABASE_URL={database}",
-            ]
+            ours = scrapy("crawl", "links", "-a", f"url={url}", "-a", "max_depth=100", *settings)
+            ours += ["-s", f"DATABASE_URL={database}"]
             for name, command, cwd in (("stock", stock, Path(tmp)), ("crawler", ours, ROOT)):
                 web.clear()
                 runs[name].append(measure(name, command, cwd, pages))

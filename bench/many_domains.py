@@ -3,6 +3,7 @@ politeness (1 s per domain, robots.txt, the limiter) and with pacing off, on ngi
 Python documentation gzip-compressed on many loopback hosts (``bench/realweb.py``).
 
     .venv/bin/python -m bench.many_domains [--hosts 1000] [--pages 3000] [--runs 3] [--profile DIR]
+                                           [--also NAME=PATH ...]
 
 Each host is given the same number of pages as seeds (a rotation through the corpus, the same
 in both crawls) and nothing else is followed (``bench/seeds_spider.py``), so both crawls fetch
@@ -10,7 +11,9 @@ exactly the same pages: with the links spider, links found early filled the page
 later seeds were scheduled, and which ones depended on the pacing. CPU is the crawl process's own (user + system).
 Prints every run, then medians of ``--runs``: CPU ms per page paced and unpaced, their ratio,
 and the wall time of the paced crawl. ``--profile DIR`` also writes a cProfile of every crawl
-there (Scrapy's ``--profile``), to compare where the two modes spend their time.
+there (Scrapy's ``--profile``), to compare where the two modes spend their time. ``--also
+NAME=PATH`` also crawls with the project checked out at PATH (``git archive COMMIT | tar -x -C
+PATH``), interleaved with this one, and prints its figures beside this one's.
 """
 
 from __future__ import annotations
@@ -18,11 +21,11 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench.commands import scrapy
 from bench.crawl_speed import ROOT, Run, measure
 from bench.realweb import RealWeb
 from bench.seeds_spider import SPIDER_MODULES, SeedsSpider
@@ -40,30 +43,22 @@ def seeds(web: RealWeb, pages: int) -> list[str]:
     return urls[:pages]
 
 
-def crawl(mode: str, urls: list[str], folder: Path, timeout: float, profile: Path | None = None) -> Run:
+def crawl(
+    mode: str, urls: list[str], folder: Path, timeout: float, profile: Path | None = None, project: Path = ROOT
+) -> Run:
+    """One crawl of ``urls`` in ``mode`` with the project at ``project``."""
     seeds_file = folder / "seeds.txt"
     seeds_file.write_text("\n".join(urls) + "\n")
     database = folder / f"{mode}-{time.monotonic_ns()}.db"
-    command = [
-        sys.executable,
-        "-m",
-        "scrapy",
-        "crawl",
-        SeedsSpider.name,
-        *(["--profile", str(profile)] if profile else []),
-        "-a",
-        f"seeds_file={seeds_file}",
-        "-s",
-        f"SPIDER_MODULES={SPIDER_MODULES}",
-        "-s",
-        f"CLOSESPIDER_TIMEOUT={timeout:g}",
-        "-s",
-        f"DATABASE_URL=sqlite:///{database}",
-        "-s",
-        "LOG_LEVEL=WARNING",
-    ]
-    for name, value in MODES[mode].items():
-        command += ["-s", f"{name}={value}"]
+    settings = {
+        "SPIDER_MODULES": SPIDER_MODULES,
+        "CLOSESPIDER_TIMEOUT": f"{timeout:g}",
+        "DATABASE_URL": f"sqlite:///{database}",
+        "LOG_LEVEL": "WARNING",
+        **MODES[mode],
+    }
+    profiled = ["--profile", str(profile)] if profile else []
+    command = scrapy("crawl", SeedsSpider.name, *profiled, "-a", f"seeds_file={seeds_file}", settings=settings)
 
     def pages() -> int:
         with sqlite3.connect(database) as connection:
@@ -71,7 +66,7 @@ def crawl(mode: str, urls: list[str], folder: Path, timeout: float, profile: Pat
         database.unlink()
         return answered
 
-    return measure(mode, command, ROOT, pages)
+    return measure(mode, command, project, pages, project)
 
 
 def main() -> None:
@@ -81,31 +76,43 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=900.0, help="time budget of one crawl")
     parser.add_argument("--profile", type=Path, help="write a cProfile of every crawl into this folder")
+    parser.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="also crawl with the project checked out at PATH, reported as NAME",
+    )
     args = parser.parse_args()
     if args.pages < args.hosts:
         parser.error("--pages must be at least --hosts: every host is given seeds")
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
-    runs: list[Run] = []
+    projects = {name: Path(path) for name, path in (also.split("=", 1) for also in args.also)} | {"crawler": ROOT}
+    runs: dict[str, list[Run]] = {name: [] for name in projects}
     with RealWeb(args.hosts, crawl_delay=None) as web, tempfile.TemporaryDirectory() as tmp:
         urls = seeds(web, args.pages)
         for n in range(args.runs):
-            for mode in MODES:  # alternated, so that the machine's load falls on both alike
-                profile = args.profile / f"{mode}-{n + 1}.prof" if args.profile else None
-                run = crawl(mode, urls, Path(tmp), args.timeout, profile)
-                runs.append(run)
-                print(
-                    f"run {n + 1} {mode:8} {run.pages:6d} pages  {run.wall:7.1f} s  {run.cpu:7.1f} s CPU  {run.cpu_ms_per_page:6.2f} ms/page",
-                    flush=True,
-                )
-
-    def median(mode: str, value: str) -> float:
-        return statistics.median(getattr(r, value) for r in runs if r.name == mode)
-
-    paced, unpaced = median("paced", "cpu_ms_per_page"), median("unpaced", "cpu_ms_per_page")
+            # Modes and projects alternated, so that the machine's load falls on all alike.
+            for name, project in projects.items():
+                for mode in MODES:
+                    profile = args.profile / f"{name}-{mode}-{n + 1}.prof" if args.profile else None
+                    run = crawl(mode, urls, Path(tmp), args.timeout, profile, project)
+                    runs[name].append(run)
+                    print(
+                        f"run {n + 1} {name:10} {mode:8} {run.pages:6d} pages  {run.wall:7.1f} s  "
+                        f"{run.cpu:7.1f} s CPU  {run.cpu_ms_per_page:6.2f} ms/page",
+                        flush=True,
+                    )
     print(f"\n{args.hosts} hosts, {args.pages} pages, medians of {args.runs}:")
-    print(f"  CPU per page: paced {paced:.2f} ms, unpaced {unpaced:.2f} ms, ratio {paced / unpaced:.2f}x")
-    print(f"  wall time: paced {median('paced', 'wall'):.1f} s, unpaced {median('unpaced', 'wall'):.1f} s")
+    for name, done in runs.items():
+
+        def median(mode: str, value: str, done: list[Run] = done) -> float:
+            return statistics.median(getattr(r, value) for r in done if r.name == mode)
+
+        paced, unpaced = median("paced", "cpu_ms_per_page"), median("unpaced", "cpu_ms_per_page")
+        print(f"  {name}: CPU per page paced {paced:.2f} ms, unpaced {unpaced:.2f} ms, ratio {paced / unpaced:.2f}x")
+        print(f"  {name}: wall time paced {median('paced', 'wall'):.1f} s, unpaced {median('unpaced', 'wall'):.1f} s")
 
 
 if __name__ == "__main__":

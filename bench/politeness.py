@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from pathlib import Path
 
 import redis
 
+from bench.commands import scrapy
 from crawler.redis.keys import delete_matching
 from tests.testweb import TestWeb
 from tests.testweb.control import LoggedRequest
@@ -63,23 +63,8 @@ class HostReport:
 
 def _run_ours(urls: list[str], seconds: float, database: str, processes: int = 1, **settings: str) -> None:
     """One crawl, or ``processes`` processes sharing one frontier through Redis."""
-    command = [
-        sys.executable,
-        "-m",
-        "scrapy",
-        "crawl",
-        "links",
-        "-a",
-        f"url={','.join(urls)}",
-        "-a",
-        "max_depth=1000",
-        "-s",
-        f"CLOSESPIDER_TIMEOUT={seconds}",
-        "-s",
-        f"DATABASE_URL={database}",
-        "-s",
-        "LOG_LEVEL=WARNING",
-    ]
+    defaults = {"CLOSESPIDER_TIMEOUT": seconds, "DATABASE_URL": database, "LOG_LEVEL": "WARNING"}
+    command = scrapy("crawl", "links", "-a", f"url={','.join(urls)}", "-a", "max_depth=1000", settings=defaults)
     if processes > 1:
         crawl = f"bench-{uuid.uuid4().hex[:8]}"
         settings = {**settings, "REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl}
@@ -93,38 +78,24 @@ def _run_ours(urls: list[str], seconds: float, database: str, processes: int = 1
 def _run_stock(urls: list[str], seconds: float, workdir: str, processes: int = 1) -> None:
     """Stock Scrapy, or ``processes`` stock scrapy-redis processes (its scheduler, dupefilter
     and default priority queue, kept between processes)."""
-    command = [
-        sys.executable,
-        "-m",
-        "scrapy",
-        "runspider",
-        str(ROOT / "bench" / "stock_crawlspider.py"),
-        "-a",
-        f"url={','.join(urls)}",
-        "-s",
-        f"CLOSESPIDER_TIMEOUT={seconds}",
-        "-s",
-        "LOG_LEVEL=WARNING",
-        "-s",
-        "ROBOTSTXT_OBEY=True",
-        "-s",
-        "AUTOTHROTTLE_ENABLED=True",
-        "-s",
-        "CONCURRENT_REQUESTS_PER_DOMAIN=2",
-        "-s",
-        "DEPTH_LIMIT=0",
-    ]
+    settings: dict[str, object] = {
+        "CLOSESPIDER_TIMEOUT": seconds,
+        "LOG_LEVEL": "WARNING",
+        "ROBOTSTXT_OBEY": True,
+        "AUTOTHROTTLE_ENABLED": True,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
+        "DEPTH_LIMIT": 0,
+    }
     if processes > 1:
-        command += [
-            "-s",
-            "SCHEDULER=scrapy_redis.scheduler.Scheduler",
-            "-s",
-            "DUPEFILTER_CLASS=scrapy_redis.dupefilter.RFPDupeFilter",
-            "-s",
-            "SCHEDULER_PERSIST=True",
-            "-s",
-            f"REDIS_URL={REDIS_URL}",
-        ]
+        settings |= {
+            "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+            "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+            "SCHEDULER_PERSIST": True,
+            "REDIS_URL": REDIS_URL,
+        }
+    stock = str(ROOT / "bench" / "stock_crawlspider.py")
+    command = scrapy("runspider", stock, "-a", f"url={','.join(urls)}", settings=settings)
+    if processes > 1:
         _clear_redis("stock:*")
     _run_all([command] * processes, workdir, dict(os.environ))
     if processes > 1:

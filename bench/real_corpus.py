@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import uuid
 from pathlib import Path
 
 import psycopg
 
+from bench.commands import scrapy
 from bench.crawl_speed import ROOT, Run, measure, print_medians, print_run, unpaced_settings
 from bench.realweb import RealWeb, exit_on_sigterm
 
@@ -73,16 +73,7 @@ def main() -> None:
         def pages() -> int:
             return sum(1 for r in web.log() if r.status == 200)
 
-        stock = [
-            sys.executable,
-            "-m",
-            "scrapy",
-            "runspider",
-            str(ROOT / "bench" / "stock_crawlspider.py"),
-            "-a",
-            f"url={url}",
-            *settings,
-        ]
+        stock = scrapy("runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={url}", *settings)
         for i in range(args.runs):
             for name, project in crawlers.items():
                 database = None
@@ -95,21 +86,8 @@ def main() -> None:
                     else:
                         database_url = f"sqlite:///{tmp}/{name}-{i}.db"
                     profile = ["--profile", str(args.profile / f"{name}-{i + 1}.prof")] if args.profile else []
-                    command = [
-                        sys.executable,
-                        "-m",
-                        "scrapy",
-                        "crawl",
-                        "links",
-                        *profile,
-                        "-a",
-                        f"url={url}",
-                        "-a",
-                        "max_depth=100",
-                        *settings,
-                        "-s",
-                        f"DATABASE_URL={database_url}",
-                    ]
+                    command = scrapy("crawl", "links", *profile, "-a", f"url={url}", "-a", "max_depth=100", *settings)
+                    command += ["-s", f"DATABASE_URL={database_url}"]
                     cwd = project
                 try:
                     web.clear()

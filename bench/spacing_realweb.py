@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
+from bench.commands import scrapy
 from bench.many_domains import seeds
 from bench.politeness import REDIS_URL, ROOT, _clear_redis, _run_all
 from bench.realweb import CpuHog, RealWeb, ServedRequest, by_host, gaps, loopback_addresses, short_gaps
@@ -36,25 +36,13 @@ def crawl(urls: list[str], seconds: float, folder: Path, processes: int, **setti
     """Crawl ``urls`` by following links, with ``processes`` processes; the wall time taken."""
     seeds = folder / "seeds.txt"
     seeds.write_text("\n".join(urls) + "\n")
-    command = [
-        sys.executable,
-        "-m",
-        "scrapy",
-        "crawl",
-        "links",
-        "-a",
-        f"seeds_file={seeds}",
-        "-a",
-        "max_depth=1000",
-        "-s",
-        f"CLOSESPIDER_TIMEOUT={seconds:g}",
-        "-s",
-        f"DATABASE_URL=sqlite:///{folder}/crawler.db",
-        "-s",
-        "LOG_LEVEL=WARNING",
-        "-s",
-        f"LOG_FILE={folder}/crawl.log",
-    ]
+    settings = {
+        "CLOSESPIDER_TIMEOUT": f"{seconds:g}",
+        "DATABASE_URL": f"sqlite:///{folder}/crawler.db",
+        "LOG_LEVEL": "WARNING",
+        "LOG_FILE": f"{folder}/crawl.log",
+    }
+    command = scrapy("crawl", "links", "-a", f"seeds_file={seeds}", "-a", "max_depth=1000", settings=settings)
     crawl_id = f"bench-{uuid.uuid4().hex[:8]}"
     if processes > 1:
         # Shared processes wait for work for ever by default: they end 5 s after the frontier empties.

@@ -8,6 +8,8 @@ import os
 
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
+from crawler.identity import DEFAULT_TRACKING_PARAMS
+
 BOT_NAME = "crawler"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
@@ -166,20 +168,7 @@ CRAWLER_MAX_LINKS_PER_PAGE = 1000
 CRAWLER_RESPECT_NOFOLLOW = True
 CRAWLER_FOLLOW_CANONICAL = True
 CRAWLER_SCOPE = "site"
-CRAWLER_TRACKING_PARAMS = [
-    "utm_*",
-    "gclid",
-    "gclsrc",
-    "dclid",
-    "fbclid",
-    "msclkid",
-    "yclid",
-    "mc_cid",
-    "mc_eid",
-    "_ga",
-    "_gl",
-    "igshid",
-]
+CRAWLER_TRACKING_PARAMS = list(DEFAULT_TRACKING_PARAMS)
 
 # --- Sitemaps ----------------------------------------------------------------------------------
 CRAWLER_SITEMAP_FALLBACK_PATHS = ["/sitemap.xml", "/sitemap_index.xml"]

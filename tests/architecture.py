@@ -9,13 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("foundations", frozenset({"compat", "signals", "exceptions", "items", "exitcodes", "settings", "logformatter"})),
+    ("foundations", frozenset({"compat", "signals", "exceptions", "items", "exitcodes", "logformatter"})),
     ("readers of the web", frozenset({"identity", "http", "extraction", "sitemaps"})),
     ("edges", frozenset({"redis", "storage"})),
     ("concepts", frozenset({"politeness", "robots", "seen", "scope", "guard", "recrawl", "outcomes", "control"})),
     ("services", frozenset({"services"})),
     ("plug-ins", frozenset({"frontier", "download"})),
-    ("adapters", frozenset({"middlewares", "extensions", "pipelines", "spiders", "commands", "api", "addons"})),
+    (
+        "adapters",
+        frozenset({"middlewares", "extensions", "pipelines", "spiders", "commands", "api", "addons", "settings"}),
+    ),
 )
 """Bottom first: a package imports packages of its own layer or of the layers below."""
 

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from crawler.storage.backend import StorageBackend
+from crawler.storage.schema import DOMAIN_STATE_COLUMNS, ROBOTS_COLUMNS
 
 
 async def learned_delays(backend: StorageBackend) -> list[tuple[str, float, float]]:
@@ -30,44 +31,17 @@ async def valid_robots_files(backend: StorageBackend, now: datetime) -> list[tup
     )
 
 
-ROBOTS_COLUMNS = (
-    "domain",
-    "robots_txt",
-    "robots_status",
-    "robots_fetched_at",
-    "robots_expires_at",
-    "crawl_delay_seconds",
-    "is_allowed",
-)
+ROBOTS_FILE_COLUMNS = tuple(column for column in ROBOTS_COLUMNS if column != "updated_at")
 
 
 async def robots_file(backend: StorageBackend, domain: str) -> dict[str, Any] | None:
-    """The stored robots.txt of ``domain``, as a dict of ``ROBOTS_COLUMNS``, or None."""
-    rows = await backend.dicts(
-        f"SELECT {', '.join(ROBOTS_COLUMNS)} FROM domains WHERE domain = ?", ROBOTS_COLUMNS, (domain,)
-    )
+    """The stored robots.txt of ``domain``, as a dict of ``ROBOTS_FILE_COLUMNS``, or None."""
+    sql = f"SELECT {', '.join(ROBOTS_FILE_COLUMNS)} FROM domains WHERE domain = ?"
+    rows = await backend.dicts(sql, ROBOTS_FILE_COLUMNS, (domain,))
     return rows[0] if rows else None
 
 
-DOMAIN_COLUMNS = (
-    "domain",
-    "effective_delay",
-    "robots_delay",
-    "learned_delay",
-    "learned_floor",
-    "blocked_until",
-    "circuit",
-    "in_flight",
-    "queued",
-    "pages",
-    "errors",
-    "responses_429",
-    "updated_at",
-    "paused",
-    "max_concurrency",
-    "min_delay",
-    "reset_requested_at",
-)
+DOMAIN_COLUMNS = (*DOMAIN_STATE_COLUMNS, "paused", "max_concurrency", "min_delay", "reset_requested_at")
 # A page of the crawl processes' snapshots is chosen in domain_state alone (one scan, a top-N
 # sort) and only its rows are joined with the stored robots.txt delays and the controls; the
 # domains known only from the domains table (crawled before snapshots were kept) follow them.

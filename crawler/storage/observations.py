@@ -8,20 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from crawler.storage.backend import StorageBackend
+from crawler.storage.schema import WORKER_COLUMNS
 from crawler.storage.values import unix_time
 
-WORKER_COLUMNS = (
-    "worker_id",
-    "job_id",
-    "crawl_id",
-    "spider",
-    "hostname",
-    "pid",
-    "started_at",
-    "heartbeat_at",
-    "state",
-    "stats",
-)
 DENIAL_COLUMNS = ("url", "allowed", "matched_rule", "reason", "decided_at")
 
 REQUEST_LOG_AUDIT_COLUMNS = ("url", "started_at", "ended_at", "http_status", "outcome", "delay_in_force")
@@ -32,25 +21,26 @@ async def logged_requests(
     backend: StorageBackend, domain: str, since: datetime | None = None, job: str | None = None
 ) -> list[dict[str, Any]]:
     """``request_log`` rows of ``domain`` started since ``since`` (of ``job``), as dicts."""
-    where, params = _window(domain, since, job, "started_at")
-    rows = await backend.execute(
-        f"SELECT {', '.join(REQUEST_LOG_AUDIT_COLUMNS)} FROM request_log WHERE {where}", params
-    )
-    return [dict(zip(REQUEST_LOG_AUDIT_COLUMNS, row)) for row in rows]
+    return await _window(backend, "request_log", REQUEST_LOG_AUDIT_COLUMNS, "started_at", domain, since, job)
 
 
 async def robots_decisions(
     backend: StorageBackend, domain: str, since: datetime | None = None, job: str | None = None
 ) -> list[dict[str, Any]]:
     """``robots_decisions`` rows of ``domain`` decided since ``since`` (of ``job``), as dicts."""
-    where, params = _window(domain, since, job, "decided_at")
-    rows = await backend.execute(
-        f"SELECT {', '.join(DECISION_AUDIT_COLUMNS)} FROM robots_decisions WHERE {where}", params
-    )
-    return [dict(zip(DECISION_AUDIT_COLUMNS, row)) for row in rows]
+    return await _window(backend, "robots_decisions", DECISION_AUDIT_COLUMNS, "decided_at", domain, since, job)
 
 
-def _window(domain: str, since: datetime | None, job: str | None, time_column: str) -> tuple[str, tuple[Any, ...]]:
+async def _window(
+    backend: StorageBackend,
+    table: str,
+    columns: tuple[str, ...],
+    time_column: str,
+    domain: str,
+    since: datetime | None,
+    job: str | None,
+) -> list[dict[str, Any]]:
+    """``columns`` of the rows of ``table`` of ``domain`` since ``since`` (of ``job``), as dicts."""
     where, params = ["domain = ?"], [domain]
     if since is not None:
         where.append(f"{time_column} >= ?")
@@ -58,7 +48,8 @@ def _window(domain: str, since: datetime | None, job: str | None, time_column: s
     if job is not None:
         where.append("job_id = ?")
         params.append(job)
-    return " AND ".join(where), tuple(params)
+    rows = await backend.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE {' AND '.join(where)}", params)
+    return [dict(zip(columns, row)) for row in rows]
 
 
 def stats_of(text: Any) -> dict[str, Any]:
