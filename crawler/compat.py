@@ -12,6 +12,7 @@ from typing import Any
 
 from protego import Protego
 from protego._utils import _quote_path
+from scrapy.commands import BaseRunSpiderCommand
 from scrapy.core.downloader.handlers.http11 import (
     _LenientHTTP11ClientFactory,
     _LenientHTTP11ClientProtocol,
@@ -20,6 +21,7 @@ from scrapy.core.downloader.handlers.http11 import (
 from scrapy.crawler import Crawler
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.downloadermiddlewares.redirect import BaseRedirectMiddleware, MetaRefreshMiddleware
+from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.http import Request
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils._compression import _DecompressionMaxSizeExceeded
@@ -121,7 +123,24 @@ def holds_unsent_bytes(transport: Any) -> bool:
     return False
 
 
+# --- Scrapy's commands ------------------------------------------------------------------------------
+
+
+def command_crawler(command: BaseRunSpiderCommand, spider: str) -> Crawler:
+    """The crawler Scrapy's own ``crawl`` command makes for ``spider`` (``_create_crawler``: the
+    process's crawler, watched for feeds no exporter writes)."""
+    return command._create_crawler(spider)
+
+
 # --- Scrapy's downloader middlewares --------------------------------------------------------------
+
+
+def retry_request(middleware: RetryMiddleware, request: Request, reason: Any) -> Request | None:
+    """The retry of ``request`` by Scrapy's ``RetryMiddleware`` with its settings and the
+    request's own (``_retry``: ``get_retry_request`` with ``max_retry_times``,
+    ``priority_adjust``, the give-up log level and the stats), or None once it gives up."""
+    return middleware._retry(request, reason)
+
 
 DecompressionMaxSizeExceeded = _DecompressionMaxSizeExceeded
 """What Scrapy's decompression raises past ``DOWNLOAD_MAXSIZE`` (its middleware drops the response)."""

@@ -4,8 +4,12 @@ crawl's Redis connection and seen filter.
 
 Every component finds them the same way, ``CrawlServices.of(crawler)``. Whether the crawl keeps
 its state in the process or shares it through Redis (``REDIS_URL``) is decided here, once: this
-is the only module that builds both the local and the Redis variants. Each service is built when
-first asked for; the Redis ones need the crawl's id, which the spider names (``name_crawl``).
+is the only module that builds both the local and the Redis variants (the shared-crawl add-on
+names the matching scheduler from the same setting). Each service is built when first asked for;
+the Redis ones need the crawl's id, which the spider names (``name_crawl``). Three exist only once
+the component they serve made them: the scope (the spider), the robots.txt service (the robots
+middleware) and the address guard (its middleware); where that component is not enabled, the
+others do without.
 """
 
 from __future__ import annotations
@@ -14,19 +18,17 @@ from dataclasses import replace
 from functools import cached_property
 
 from scrapy.crawler import Crawler
-from scrapy.settings import BaseSettings
 
 from crawler.guard.addresses import AddressPolicy, parse_networks
 from crawler.guard.checker import AddressGuard
 from crawler.guard.resolver import installed_resolver
 from crawler.identity.crawls import crawl_id
-from crawler.politeness.config import policy_config
+from crawler.politeness.config import frontier_config, policy_config
 from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.politeness.overrides import ControlTable, parse_overrides
-from crawler.politeness.policy import DomainState, Policy
+from crawler.politeness.policy import Policy
 from crawler.redis.connection import CrawlRedis, redis_enabled
-from crawler.redis.store import FrontierConfig
 from crawler.robots.cache_redis import RedisRobotsCache
 from crawler.robots.service import RobotsService
 from crawler.scope.scope_local import Scope
@@ -51,6 +53,12 @@ class CrawlServices:
         self.scope: Scope | None = None
         """The crawl's scope, once the spider made one (``make_scope``); None: nothing limits
         where the crawl goes (a spider of another project's kind)."""
+        self.robots: RobotsService | None = None
+        """The robots.txt service, once the robots middleware made it (``make_robots``); None:
+        robots.txt is not obeyed."""
+        self.guard: AddressGuard | None = None
+        """The address guard, once its middleware made it (``make_guard``); None: only the
+        resolver refuses addresses."""
         self._crawl_id: str | None = None
         self._storage: CrawlStorage | None = None
 
@@ -94,15 +102,13 @@ class CrawlServices:
         limiter.controls = ControlTable(parse_overrides(self.settings.getdict("CRAWLER_DOMAIN_OVERRIDES")))
         return limiter
 
-    @cached_property
-    def robots(self) -> RobotsService | None:
-        """The robots.txt service, when robots.txt is obeyed (``ROBOTSTXT_OBEY``)."""
-        if not self.settings.getbool("ROBOTSTXT_OBEY"):
-            return None
-        service = RobotsService(self.crawler, self.limiter, self.storage)
-        if self.redis is not None:
-            service.shared = RedisRobotsCache(self.redis.store, self.redis.link, service.rules)
-        return service
+    def make_robots(self) -> RobotsService:
+        """The robots.txt service, made by the robots middleware."""
+        if self.robots is None:
+            self.robots = RobotsService(self.crawler, self.limiter, self.storage)
+            if self.redis is not None:
+                self.robots.shared_cache = RedisRobotsCache(self.redis.store, self.redis.link, self.robots.rules)
+        return self.robots
 
     def make_scope(self) -> Scope:
         """The crawl's scope (``CRAWLER_SCOPE``), made by the spider, which adds its seeds."""
@@ -113,15 +119,16 @@ class CrawlServices:
             )
         return self.scope
 
-    @cached_property
-    def guard(self) -> AddressGuard:
-        """The address guard; it shares its policy with the guarded resolver where Scrapy
-        installed one, so that seeds allowed here are allowed at connection time too."""
-        resolver = installed_resolver()
-        if resolver is not None:
-            return AddressGuard(resolver.policy, lambda: self.scope, resolver)
-        networks = parse_networks(self.settings.getlist("CRAWLER_ALLOWED_NETWORKS"))
-        return AddressGuard(AddressPolicy(networks), lambda: self.scope)
+    def make_guard(self) -> AddressGuard:
+        """The address guard, made by its middleware; it shares its policy with the guarded
+        resolver where Scrapy installed one, so that seeds allowed here are allowed at
+        connection time too."""
+        if self.guard is None:
+            resolver = installed_resolver()
+            networks = parse_networks(self.settings.getlist("CRAWLER_ALLOWED_NETWORKS"))
+            policy = resolver.policy if resolver is not None else AddressPolicy(networks)
+            self.guard = AddressGuard(policy, lambda: self.scope)
+        return self.guard
 
     @cached_property
     def seen(self) -> MarkedSeenFilter | None:
@@ -153,16 +160,3 @@ class CrawlServices:
         """The storage once the pipeline opened it; None without a storage pipeline, or when the
         database could not be opened."""
         return self._storage if self._storage is not None and self._storage.opened else None
-
-
-def frontier_config(settings: BaseSettings) -> FrontierConfig:
-    """What the crawl's store in Redis needs of the settings: the pacing of a domain it has no
-    state for yet, the robots.txt gate, leases."""
-    policy = Policy(policy_config(settings))
-    return FrontierConfig(
-        default_delay=policy.effective_delay(DomainState()),
-        default_concurrency=policy.concurrency(DomainState()),
-        robots=settings.getbool("ROBOTSTXT_OBEY"),
-        lease_seconds=settings.getfloat("CRAWLER_LEASE_SECONDS"),
-        max_deliveries=settings.getint("CRAWLER_MAX_DELIVERIES"),
-    )

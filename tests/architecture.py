@@ -26,25 +26,8 @@ ADAPTERS = LAYERS[-1][1]
 
 PRIVATE_PROJECTS = ("scrapy", "twisted", "protego")
 PRIVATE_ATTRIBUTES = frozenset(
-    {
-        "_slot",
-        "_pool",
-        "_factory",
-        "_parser",
-        "_quiescentCallback",
-        "_newConnection",
-        "_clientProtocol",
-        "_handshakeDone",
-        "_appSendBuffer",
-        "_tempDataLen",
-        "_user_agents",
-        "_rules",
-        "_pattern",
-        "_decode",
-        "_redirect",
-        "_ignore_tags",
-        "_crawler",
-    }
+    "_slot _pool _factory _parser _quiescentCallback _newConnection _clientProtocol _handshakeDone _appSendBuffer "
+    "_tempDataLen _user_agents _rules _pattern _decode _redirect _ignore_tags _crawler _retry _create_crawler".split()
 )
 """Private attributes of Scrapy, Twisted and Protego objects the crawler reads, inherited ones
 (``self._pool`` in a subclass of Scrapy's handler) included: the crawler's own classes do not

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 from protego import Protego
 from scrapy import Request, Spider
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.core.engine import ExecutionEngine
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
+from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.gz import gunzip
@@ -176,6 +178,26 @@ def test_every_redirect_passes_the_check_and_a_refusal_stops_it() -> None:
     with pytest.raises(ValueError, match="refused"):
         middleware.process_response(request, refused)
     assert checked == ["http://example.com/b", "http://example.com/refused"]
+
+
+def test_the_crawl_command_makes_its_crawler_through_the_process() -> None:
+    assert "self.crawler_process.create_crawler(spidercls)" in inspect.getsource(ScrapyCrawlCommand._create_crawler)
+    made: list[str] = []
+    command = ScrapyCrawlCommand()
+    command.crawler_process = SimpleNamespace(create_crawler=lambda name: made.append(name) or get_crawler(Spider))
+    assert compat.command_crawler(command, "links").spidercls is Spider
+    assert made == ["links"]
+
+
+def test_scrapy_s_retry_middleware_retries_with_its_settings_and_gives_up() -> None:
+    crawler = get_crawler(Spider, {"RETRY_TIMES": 1})
+    crawler.spider = Spider.from_crawler(crawler, "s")
+    middleware = RetryMiddleware.from_crawler(crawler)
+    request = Request("http://example.com/")
+    retry = compat.retry_request(middleware, request, "503 Service Unavailable")
+    assert retry is not None and retry.meta["retry_times"] == 1 and retry.dont_filter
+    assert compat.retry_request(middleware, retry, "503 Service Unavailable") is None
+    assert crawler.stats.get_value("retry/max_reached") == 1
 
 
 def test_the_meta_refresh_middleware_keeps_the_tags_it_ignores() -> None:

@@ -30,8 +30,7 @@ def test_an_answer_is_kept_for_the_ttl_and_a_failure_is_tried_again_soon() -> No
 def test_every_process_reads_a_file_another_fetched_with_its_verdict(
     redis_client: redis.Redis, crawl_name: str
 ) -> None:
-    robots = CrawlServices.of(get_crawler(Spider, project_settings())).robots
-    assert robots is not None
+    robots = CrawlServices.of(get_crawler(Spider, project_settings())).make_robots()
     store = FrontierStore(redis_client, crawl_keys(crawl_name), FrontierConfig())
     one = RedisRobotsCache(store, RedisLink(redis_client), robots.rules)
     two = RedisRobotsCache(store, RedisLink(redis_client), robots.rules)

@@ -37,7 +37,7 @@ def test_a_crawl_in_one_process_keeps_everything_in_the_process() -> None:
     services = _services()
     assert not services.shared and services.redis is None and services.seen is None
     assert type(services.limiter) is DomainLimiter
-    assert services.robots is not None and services.robots.shared is None
+    assert services.make_robots().shared_cache is None
     assert type(services.make_scope()) is Scope
 
 
@@ -46,25 +46,24 @@ def test_a_shared_crawl_keeps_its_state_in_redis() -> None:
     assert services.shared and services.redis is not None
     assert services.redis.prefix == "crawler:{services-test}"
     assert isinstance(services.limiter, RedisDomainLimiter) and services.limiter.store is services.redis.store
-    assert services.robots is not None and isinstance(services.robots.shared, RedisRobotsCache)
+    assert isinstance(services.make_robots().shared_cache, RedisRobotsCache)
     assert isinstance(services.make_scope(), RedisScope)
     assert isinstance(services.seen, ExactSeenFilter)
 
 
-def test_without_robots_txt_there_is_no_robots_service() -> None:
-    assert _services(ROBOTSTXT_OBEY=False).robots is None
+def test_services_their_component_makes_exist_once_it_made_them() -> None:
+    # The robots middleware, the address guard's, the spider: where one is not enabled, the
+    # others do without its service (no robots.txt, no address checks but the resolver's, no scope).
+    services = _services()
+    assert services.robots is None and services.guard is None and services.scope is None
+    robots, guard, scope = services.make_robots(), services.make_guard(), services.make_scope()
+    assert (services.robots, services.guard, services.scope) == (robots, guard, scope)
+    assert services.make_robots() is robots and services.make_guard() is guard and services.make_scope() is scope
 
 
 def test_domain_overrides_reach_the_limiter() -> None:
     services = _services(CRAWLER_DOMAIN_OVERRIDES={"slow.example": {"min_delay": 5}})
     assert services.limiter.effective_delay("slow.example") == 5.0
-
-
-def test_nothing_limits_where_a_crawl_goes_until_the_spider_makes_its_scope() -> None:
-    services = _services()
-    assert services.scope is None
-    scope = services.make_scope()
-    assert services.scope is scope and services.make_scope() is scope
 
 
 def test_the_storage_is_open_only_once_the_pipeline_opened_it() -> None:

@@ -8,9 +8,13 @@ included).
 
 from __future__ import annotations
 
+import logging
+
 from scrapy.settings import BaseSettings
 
 from crawler.redis.connection import redis_enabled
+
+logger = logging.getLogger(__name__)
 
 LOCAL_SCHEDULER = "crawler.frontier.scheduler_local.LocalFrontierScheduler"
 SHARED_SCHEDULER = "crawler.frontier.scheduler_redis.RedisFrontierScheduler"
@@ -18,6 +22,16 @@ SHARED_SCHEDULER = "crawler.frontier.scheduler_redis.RedisFrontierScheduler"
 
 class SharedCrawl:
     def update_settings(self, settings: BaseSettings) -> None:
-        # Only the project's own scheduler is replaced: one named with -s stays.
-        if redis_enabled(settings) and settings.get("SCHEDULER") == LOCAL_SCHEDULER:
+        if not redis_enabled(settings):
+            return
+        # Only the project's own scheduler is replaced: another one named (with -s) stays.
+        scheduler = settings.get("SCHEDULER")
+        if scheduler == LOCAL_SCHEDULER:
             settings.set("SCHEDULER", SHARED_SCHEDULER, priority=settings.getpriority("SCHEDULER"))
+        elif scheduler != SHARED_SCHEDULER:
+            logger.warning(
+                "REDIS_URL is set and SCHEDULER is %s: the crawl's pacing, robots.txt and scope are shared, "
+                "its frontier only if that scheduler is a %s",
+                scheduler,
+                SHARED_SCHEDULER,
+            )

@@ -8,10 +8,10 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
+from crawler.politeness.config import frontier_config
 from crawler.redis.connection import redis_client
 from crawler.redis.keys import crawl_prefix, crawls_in
 from crawler.redis.store import FrontierStore
-from crawler.services import frontier_config
 
 
 class FrontierView:

@@ -14,6 +14,7 @@ import sys
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.spiderloader import get_spider_loader
 
+from crawler.compat import command_crawler
 from crawler.exitcodes import BOOTSTRAP_FAILED, USAGE, exit_status
 from crawler.frontier.seeds import SeedError
 
@@ -50,7 +51,7 @@ class Command(ScrapyCrawlCommand):
             super().run(args, opts)  # Scrapy's own usage errors
             return
         assert self.crawler_process is not None
-        crawler = self._create_crawler(args[0])
+        crawler = command_crawler(self, args[0])
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:

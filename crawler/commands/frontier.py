@@ -9,9 +9,9 @@ import argparse
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from crawler.politeness.config import frontier_config
 from crawler.redis.connection import CrawlRedis, redis_client, redis_enabled
 from crawler.redis.keys import crawls_in
-from crawler.services import frontier_config
 
 
 class Command(ScrapyCommand):

@@ -23,11 +23,13 @@ from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CannotResolveHostError
 from scrapy.http import Response
+from scrapy.utils.httpobj import urlparse_cached
 from twisted.web.client import HTTPConnectionPool
 
 from crawler.compat import set_protocol_factory, use_connection_pool
 from crawler.download.departures import SentReportingPool
 from crawler.guard.blocked import refuse
+from crawler.guard.resolver import installed_resolver
 from crawler.http.header_limits import BoundedHTTP11ClientFactory, HeaderLimits
 from crawler.politeness.slots import DELAY_IN_FORCE, DOMAIN, LEAVE_AT, SENT_AT
 from crawler.services import CrawlServices
@@ -40,9 +42,8 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
         super().__init__(crawler)
         from twisted.internet import reactor  # the one Scrapy installed
 
-        services = CrawlServices.of(crawler)
+        self.services = services = CrawlServices.of(crawler)
         self.limiter = services.limiter
-        self.guard = services.guard
         settings = crawler.settings
         limits = HeaderLimits(settings.getint("CRAWLER_MAX_HEADER_BYTES"), settings.getint("CRAWLER_MAX_HEADERS"))
         self.spacing_margin = settings.getfloat("CRAWLER_SPACING_MARGIN")
@@ -62,10 +63,12 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
         try:
             return await self._download(request)
         except CannotResolveHostError:
-            refusal = self.guard.resolver_refusal(request)
+            resolver = installed_resolver()
+            refusal = resolver.refusals.get(urlparse_cached(request).hostname or "") if resolver is not None else None
             if refusal is None:
                 raise
-            if self.guard.seeded(request):  # a seed of another process
+            guard = self.services.guard
+            if guard is not None and guard.seeded(request):  # a seed of another process
                 return await self._download(request)
             raise refuse(self.crawler.stats, request, refusal) from None
 

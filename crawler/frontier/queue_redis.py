@@ -90,7 +90,7 @@ class RedisFrontierQueue(Base):
         services = CrawlServices.of(crawler)
         assert services.redis is not None, "the shared frontier needs REDIS_URL"
         self.crawler = crawler
-        self.frontier = services.redis.store
+        self.store = services.redis.store
         self.link = services.redis.link
         self.robots = services.robots
         self.services = services
@@ -141,7 +141,7 @@ class RedisFrontierQueue(Base):
     def push(
         self, request: Request, seen: tuple[str, ...] | None = None, on_seen: Callable[[], None] | None = None
     ) -> bool:
-        """Queue ``request`` (in the link's next pipeline); with ``seen`` (``SeenFilter.marker``),
+        """Queue ``request`` (in the link's next pipeline); with ``seen`` (``MarkedSeenFilter.marker``),
         only if it was not seen before: ``on_seen`` is called then. Raises
         ``UnserializableRequest`` for a request that cannot be shared."""
         entry = QueueEntry.of(request, self.codec, seen)
@@ -156,8 +156,8 @@ class RedisFrontierQueue(Base):
             elif on_seen is not None:
                 on_seen()
 
-        frontier = self.frontier
-        self.link.submit(Op(send=lambda pipe: frontier.call(*entry.arguments(frontier), client=pipe), done=pushed))
+        store = self.store
+        self.link.submit(Op(send=lambda pipe: store.call(*entry.arguments(store), client=pipe), done=pushed))
         return True
 
     def pop(self, timeout: int = 0) -> Request | None:
@@ -171,7 +171,7 @@ class RedisFrontierQueue(Base):
         return self.sizes.queued + self.sizes.delayed + len(self.at_hand) + self._pushing
 
     def clear(self) -> None:
-        self.frontier.clear()
+        self.store.clear()
 
     # --- popping ahead ---------------------------------------------------------------------------
     def _fill(self) -> None:
@@ -187,9 +187,9 @@ class RedisFrontierQueue(Base):
         if self.services.scope is not None:
             self.services.scope.refresh()  # seeds other processes added: the requests popped may link there
         count = self.prefetch - len(self.at_hand)
-        frontier = self.frontier
+        store = self.store
         lead = repr(self.lead)
-        self.link.submit(Op(send=lambda pipe: frontier.call("pop", count, lead, client=pipe), done=self._popped))
+        self.link.submit(Op(send=lambda pipe: store.call("pop", count, lead, client=pipe), done=self._popped))
 
     def _popped(self, answer: Any) -> None:
         self._popping = False
@@ -222,9 +222,9 @@ class RedisFrontierQueue(Base):
                     requests.append(request)
         robots = self.robots
         missing = {domain_key(r) for r in requests if robots is not None and not robots.ready(domain_key(r))}
-        if robots is not None and robots.shared is not None and missing:
+        if robots is not None and robots.shared_cache is not None and missing:
             # Rules another process stored, brought here before their domain's requests go.
-            robots.shared.load(missing, done=lambda: self._at_hand(requests, batch))
+            robots.shared_cache.load(missing, done=lambda: self._at_hand(requests, batch))
         else:
             self._at_hand(requests, batch)
 
@@ -275,8 +275,8 @@ class RedisFrontierQueue(Base):
             self.acking.difference_update(keys)
             self.stats.inc_value("frontier/acknowledged", len(keys))
 
-        frontier = self.frontier
-        self.link.submit(Op(send=lambda pipe: frontier.call("ack", *keys, client=pipe), done=acknowledged))
+        store = self.store
+        self.link.submit(Op(send=lambda pipe: store.call("ack", *keys, client=pipe), done=acknowledged))
 
     def spider_error(self, failure: Failure, response: Response, spider: Spider) -> None:
         """A callback failed: its request comes back (for another worker, or this one later),
@@ -289,8 +289,8 @@ class RedisFrontierQueue(Base):
         self._release([key], returned=True)
 
     def _release(self, keys: list[str], *, returned: bool) -> None:
-        frontier = self.frontier
-        self.link.submit(Op(send=lambda pipe: frontier.call("release", int(returned), *keys, client=pipe)))
+        store = self.store
+        self.link.submit(Op(send=lambda pipe: store.call("release", int(returned), *keys, client=pipe)))
 
     def _renew(self) -> None:
         if not self._renewing and (op := self._renewal()) is not None:
@@ -306,8 +306,8 @@ class RedisFrontierQueue(Base):
             self._renewing = False
             self.stats.inc_value("frontier/lease_renewed", int(count or 0))
 
-        frontier = self.frontier
-        return Op(send=lambda pipe: frontier.call("renew", *keys, client=pipe), done=renewed)
+        store = self.store
+        return Op(send=lambda pipe: store.call("renew", *keys, client=pipe), done=renewed)
 
     def _beat(self) -> None:
         asked_at = time.monotonic()
@@ -317,8 +317,8 @@ class RedisFrontierQueue(Base):
                 self.sizes = FrontierSizes(*answer)
                 self.sizes_at = asked_at
 
-        frontier = self.frontier
-        self.link.submit(Op(send=lambda pipe: frontier.call("beat", client=pipe), done=sized))
+        store = self.store
+        self.link.submit(Op(send=lambda pipe: store.call("beat", client=pipe), done=sized))
 
     @staticmethod
     async def _every(seconds: float, action: Callable[[], None]) -> None:
@@ -364,7 +364,7 @@ class RedisFrontierQueue(Base):
 
     def _dead_letter(self, popped: Popped) -> None:
         key = popped.request.partition("\t")[0]
-        cap = self.frontier.config.max_deliveries
+        cap = self.store.config.max_deliveries
         logger.error("A request came back unfinished %d times: a dead letter now: %s", cap, key)
         self.stats.inc_value("frontier/dead_letters")
         self._row(

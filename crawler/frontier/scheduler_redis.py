@@ -172,7 +172,7 @@ class RedisFrontierScheduler(RedisScheduler):
     async def _clear_if_complete(self) -> None:
         """A crawl whose frontier stayed empty is complete: its keys go, so that the same
         command started again is a new crawl rather than one with every URL already seen."""
-        frontier = self.queue.frontier
+        frontier = self.queue.store
 
         def clear(_: Any) -> int | None:
             return frontier.clear() if frontier.sizes().empty else None

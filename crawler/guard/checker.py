@@ -1,7 +1,7 @@
-"""The crawl's address checks on requests: a literal address refused before anything is sent, a
-name refused at connection time (by the resolver, which says why), the seeds' hosts allowed
-whatever their address (in a shared crawl, the seeds of every process, found in the crawl's
-scope), as are ``CRAWLER_ALLOWED_NETWORKS``."""
+"""The crawl's address checks on requests: a literal address refused before anything is sent (a
+name is refused at connection time, by the resolver), the seeds' hosts allowed whatever their
+address (in a shared crawl, the seeds of every process, found in the crawl's scope), as are
+``CRAWLER_ALLOWED_NETWORKS``."""
 
 from __future__ import annotations
 
@@ -12,19 +12,14 @@ from scrapy import Request
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.guard.addresses import AddressPolicy, Refusal
-from crawler.guard.resolver import GuardedResolver
 from crawler.scope.scope_local import Scope
 
 
 class AddressGuard:
-    def __init__(
-        self, policy: AddressPolicy, scope: Callable[[], Scope | None], resolver: GuardedResolver | None = None
-    ):
-        """``scope``: the crawl's scope, where the seeds are (None before the spider made it);
-        ``resolver``: the guarded resolver installed on the reactor, whose policy is ``policy``."""
+    def __init__(self, policy: AddressPolicy, scope: Callable[[], Scope | None]):
+        """``scope``: the crawl's scope, where the seeds are (None before the spider made it)."""
         self.policy = policy
         self.scope = scope
-        self.resolver = resolver
 
     def allow_seed(self, url: str) -> None:
         host = urlsplit(url).hostname
@@ -45,9 +40,3 @@ class AddressGuard:
         host = urlparse_cached(request).hostname
         refusal = self.policy.check_host(host) if host else None
         return None if refusal is None or self.seeded(request) else refusal
-
-    def resolver_refusal(self, request: Request) -> Refusal | None:
-        """Why the resolver last refused the address the request's host name resolved to."""
-        if self.resolver is None:
-            return None
-        return self.resolver.refusals.get(urlparse_cached(request).hostname or "")

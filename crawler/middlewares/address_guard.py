@@ -27,7 +27,7 @@ class AddressGuardMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, CrawlServices.of(crawler).guard)
+        return cls(crawler, CrawlServices.of(crawler).make_guard())
 
     def process_request(self, request: Request) -> None:
         refusal = self.guard.refusal(request)

@@ -38,7 +38,7 @@ class CheckedRedirects(CheckedRedirectBase):
         if scope is not None and not request.meta.get("dont_obey_robotstxt") and redirected.url not in scope:
             self.crawler.stats.inc_value("redirect/out_of_scope")
             raise RedirectRefused(f"redirect out of scope: {request.url} -> {redirected.url}")
-        refusal = services.guard.refusal(redirected)
+        refusal = services.guard.refusal(redirected) if services.guard is not None else None
         if refusal is not None:
             blocked = refuse(self.crawler.stats, redirected, refusal)
             raise RedirectRefused(f"redirect to {redirected.url}: {blocked}")

@@ -20,6 +20,7 @@ from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.http import Response
 from scrapy.utils.response import response_status_message
 
+from crawler.compat import retry_request
 from crawler.frontier.meta import NOT_BEFORE
 from crawler.http.failures import is_final
 from crawler.http.headers import retry_after
@@ -55,7 +56,7 @@ class BackoffRetryMiddleware(RetryMiddleware):
         return self._backoff(request, exception, None)
 
     def _backoff(self, request: Request, reason: str | Exception, retry_after: float | None) -> Request | None:
-        retry = self._retry(request, reason)
+        retry = retry_request(self, request, reason)
         if retry is None:
             return None
         wait = retry_after if retry_after is not None else float(fibonacci(retry.meta["retry_times"]))

@@ -21,10 +21,9 @@ class RobotsMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        service = CrawlServices.of(crawler).robots
-        if service is None:  # ROBOTSTXT_OBEY is off
+        if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
             raise NotConfigured
-        return cls(service)
+        return cls(CrawlServices.of(crawler).make_robots())
 
     async def process_request(self, request: Request) -> Response | None:
         response = self.service.cached_response(request)

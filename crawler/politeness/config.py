@@ -1,10 +1,12 @@
-"""The policy's configuration from the crawl's settings."""
+"""The policy's configuration from the crawl's settings, and what the crawl's store in Redis takes
+of it."""
 
 from __future__ import annotations
 
 from scrapy.settings import BaseSettings
 
-from crawler.politeness.policy import PolicyConfig
+from crawler.politeness.policy import DomainState, Policy, PolicyConfig
+from crawler.redis.store import FrontierConfig
 
 
 def policy_config(settings: BaseSettings) -> PolicyConfig:
@@ -27,4 +29,17 @@ def policy_config(settings: BaseSettings) -> PolicyConfig:
         # A request not sent within the download timeout has failed, and its slot is returned.
         send_timeout=settings.getfloat("DOWNLOAD_TIMEOUT"),
         handout_lead=settings.getfloat("CRAWLER_HANDOUT_LEAD_SECONDS"),
+    )
+
+
+def frontier_config(settings: BaseSettings) -> FrontierConfig:
+    """What the crawl's store in Redis needs of the settings: the pacing of a domain it has no
+    state for yet, the robots.txt gate, leases."""
+    policy = Policy(policy_config(settings))
+    return FrontierConfig(
+        default_delay=policy.effective_delay(DomainState()),
+        default_concurrency=policy.concurrency(DomainState()),
+        robots=settings.getbool("ROBOTSTXT_OBEY"),
+        lease_seconds=settings.getfloat("CRAWLER_LEASE_SECONDS"),
+        max_deliveries=settings.getint("CRAWLER_MAX_DELIVERIES"),
     )

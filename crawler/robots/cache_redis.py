@@ -48,6 +48,10 @@ class RedisRobotsCache:
 
         self.link.submit(Op(send=lambda pipe: pipe.hmget(self.key, names), done=loaded))
 
+    def forget(self, domain: str) -> None:
+        """Drop this process's copy of the domain's file (it stays in Redis)."""
+        self.entries.pop(domain, None)
+
     def put(self, domain: str, entry: RobotsEntry) -> None:
         self.entries[domain] = entry
         rules = entry.rules

@@ -65,7 +65,7 @@ class RobotsService:
             ttl=min(max(settings.getfloat("CRAWLER_ROBOTS_TTL"), MIN_TTL), MAX_TTL),
             retry_after=settings.getfloat("CRAWLER_ROBOTS_RETRY_SECONDS"),
         )
-        self.shared: RedisRobotsCache | None = None
+        self.shared_cache: RedisRobotsCache | None = None
         """The crawl's cache in Redis, in a shared crawl."""
         self._fetching: dict[str, asyncio.Future[RobotsEntry]] = {}
         crawler.signals.connect(self.load_stored, signal=signals.spider_opened)
@@ -103,7 +103,11 @@ class RobotsService:
         """The domain's rules from this process's cache, else from the crawl's shared one."""
         now = self.limiter.clock()
         entry = self.cache.get(domain, now)
-        if entry is None and self.shared is not None and (entry := self.shared.get(domain, now)) is not None:
+        if (
+            entry is None
+            and self.shared_cache is not None
+            and (entry := self.shared_cache.get(domain, now)) is not None
+        ):
             self.cache.put(domain, entry)
         return entry
 
@@ -124,12 +128,15 @@ class RobotsService:
     def publish(self, domain: str) -> None:
         """Share rules this process has with the crawl's other processes."""
         entry = self.cache.get(domain, self.limiter.clock())
-        if entry is not None and self.shared is not None:
-            self.shared.put(domain, entry)
+        if entry is not None and self.shared_cache is not None:
+            self.shared_cache.put(domain, entry)
 
     def forget(self, domain: str) -> None:
-        """Drop the rules of a domain idle for long (fetched again if it comes back)."""
+        """Drop the rules of a domain idle for long (fetched, or read from Redis, again if it
+        comes back)."""
         self.cache.forget(domain)
+        if self.shared_cache is not None:
+            self.shared_cache.forget(domain)
 
     def fetch(self, domain: str, scheme: str, reservation: object | None = None) -> asyncio.Future[RobotsEntry]:
         """Fetch the domain's robots.txt (once at a time), on a slot the caller reserved."""

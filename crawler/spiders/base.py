@@ -141,7 +141,8 @@ class BaseCrawlSpider(Spider):
                 self.crawler.stats.inc_value("seeds/invalid")
                 continue
             self.scope.add_seed(url)
-            guard.allow_seed(url)
+            if guard is not None:
+                guard.allow_seed(url)
             yield url
 
     async def start(self) -> AsyncIterator[Any]:

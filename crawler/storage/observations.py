@@ -48,7 +48,8 @@ async def _window(
     if job is not None:
         where.append("job_id = ?")
         params.append(job)
-    rows = await backend.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE {' AND '.join(where)}", params)
+    sql = f"SELECT {', '.join(columns)} FROM {table} WHERE {' AND '.join(where)} ORDER BY {time_column}"
+    rows = await backend.execute(sql, params)
     return [dict(zip(columns, row)) for row in rows]
 
 
