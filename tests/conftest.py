@@ -104,7 +104,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         pytest.exit(
             "The tests need real services, and these are not reachable:\n  "
             + "\n  ".join(missing)
-            + "\nRun the tests with ./run-tests, which starts them.",
+            + "\nRun the tests with ./run-tests, which starts them, or ./run-tests --fast for the tests that need none.",
             returncode=3,
         )
 
