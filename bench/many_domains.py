@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.commands import scrapy
+from bench.commands import add_also_option, other_checkouts, scrapy
 from bench.crawl_speed import ROOT, Run, measure
 from bench.realweb import RealWeb
 from bench.seeds_spider import SPIDER_MODULES, SeedsSpider
@@ -76,19 +76,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=900.0, help="time budget of one crawl")
     parser.add_argument("--profile", type=Path, help="write a cProfile of every crawl into this folder")
-    parser.add_argument(
-        "--also",
-        action="append",
-        default=[],
-        metavar="NAME=PATH",
-        help="also crawl with the project checked out at PATH, reported as NAME",
-    )
+    add_also_option(parser)
     args = parser.parse_args()
     if args.pages < args.hosts:
         parser.error("--pages must be at least --hosts: every host is given seeds")
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
-    projects = {name: Path(path) for name, path in (also.split("=", 1) for also in args.also)} | {"crawler": ROOT}
+    projects = other_checkouts(args) | {"crawler": ROOT}
     runs: dict[str, list[Run]] = {name: [] for name in projects}
     with RealWeb(args.hosts, crawl_delay=None) as web, tempfile.TemporaryDirectory() as tmp:
         urls = seeds(web, args.pages)

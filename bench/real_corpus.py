@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psycopg
 
-from bench.commands import scrapy
+from bench.commands import add_also_option, other_checkouts, scrapy
 from bench.crawl_speed import ROOT, Run, measure, print_medians, print_run, unpaced_settings
 from bench.realweb import RealWeb, exit_on_sigterm
 
@@ -50,13 +50,7 @@ def main() -> None:
     parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--profile", type=Path, help="write a cProfile of every crawler run into this folder")
     parser.add_argument("--crawler-only", action="store_true", help="skip stock Scrapy (profiling)")
-    parser.add_argument(
-        "--also",
-        action="append",
-        default=[],
-        metavar="NAME=PATH",
-        help="also crawl with the project checked out at PATH, reported as NAME",
-    )
+    add_also_option(parser)
     args = parser.parse_args()
     exit_on_sigterm()
 
@@ -64,7 +58,7 @@ def main() -> None:
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     crawlers = {"stock": None} if not args.crawler_only else {}
-    crawlers |= {name: Path(path) for name, path in (also.split("=", 1) for also in args.also)}
+    crawlers |= other_checkouts(args)
     crawlers["crawler"] = ROOT
     runs: dict[str, list[Run]] = {name: [] for name in crawlers}
     with RealWeb(1, crawl_delay=None) as web, tempfile.TemporaryDirectory() as tmp:
