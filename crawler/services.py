@@ -77,10 +77,10 @@ class CrawlServices:
 
     @property
     def crawl_id(self) -> str:
-        """The id the spider named, else the one ``CRAWLER_CRAWL_ID`` gives."""
-        crawl = self._crawl_id or getattr(self.crawler.spider, "crawl_id", None)
-        if not crawl and self.settings.get("CRAWLER_CRAWL_ID"):
-            crawl = crawl_id("", (), self.settings.get("CRAWLER_CRAWL_ID"))
+        """The id the spider named, else the one ``CRAWLER_CRAWL_ID`` gives (components built
+        without a spider)."""
+        explicit = self.settings.get("CRAWLER_CRAWL_ID")
+        crawl = self._crawl_id or (crawl_id("", (), explicit) if explicit else None)
         if not crawl:
             raise RuntimeError("a shared crawl needs its id: the spider names it, or CRAWLER_CRAWL_ID")
         return crawl

@@ -8,16 +8,14 @@ import io
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime
 
 import pytest
 
-from crawler.identity import surt_key, url_hash
 from crawler.items import PageItem
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch
 from crawler.storage.rows import page_row
-from tests.helpers import ROOT, Database, crawl_environment
+from tests.helpers import ROOT, Database, crawl_environment, page_item
 
 pytestmark = pytest.mark.integration
 
@@ -33,18 +31,7 @@ def _store(database: Database, pages: list[PageItem]) -> None:
 
 
 def _page(url: str, status: str, job: str, **fields: object) -> PageItem:
-    domain = url.split("/")[2]
-    return PageItem(
-        url=url,
-        url_hash=url_hash(url),
-        surt_key=surt_key(url),
-        domain=domain,
-        status=status,
-        crawled_at=datetime.now(UTC),
-        job_id=job,
-        body=b"<html>",
-        **fields,
-    )
+    return page_item(url, status, job_id=job, body=b"<html>", **fields)
 
 
 def _export(database: Database, *options: str) -> str:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from scrapy.utils.test import get_crawler
 
-from crawler.identity import surt_key, url_hash
+from crawler.identity import url_hash
 from crawler.items import PageItem, SitemapEntryItem
 from crawler.pipelines.storage import StoragePipeline
 from crawler.spiders.links import LinksSpider
-from tests.helpers import Database, project_settings
+from tests.helpers import Database, page_item, project_settings
 
 
 def _pipeline(database: Database, tmp_path: Path, **settings) -> StoragePipeline:
@@ -26,17 +26,7 @@ def _pipeline(database: Database, tmp_path: Path, **settings) -> StoragePipeline
 
 
 def _page(n: int, **fields) -> PageItem:
-    url = f"http://e.example/{n}"
-    fields.setdefault("status", "fetched")
-    return PageItem(
-        url=url,
-        url_hash=url_hash(url),
-        surt_key=surt_key(url),
-        domain="e.example",
-        crawled_at=datetime.now(UTC),
-        job_id="test-job",
-        **fields,
-    )
+    return page_item(f"http://e.example/{n}", job_id="test-job", **fields)
 
 
 def _entry(n: int) -> SitemapEntryItem:

@@ -9,13 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from crawler.identity import surt_key, url_hash
 from crawler.items import PageItem
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch
 from crawler.storage.retention import RetentionPolicy, prune
 from crawler.storage.rows import page_row
-from tests.helpers import ROOT, Database, crawl_environment
+from tests.helpers import ROOT, Database, crawl_environment, page_item
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 POLICY = RetentionPolicy(
@@ -45,14 +44,10 @@ def _decision(n: int, allowed: bool, age_days: float) -> tuple[object, ...]:
 
 
 def _page(n: int, status: str, age_days: float, http_status: int = 200) -> PageItem:
-    url = f"http://e.example/p/{n}"
-    return PageItem(
-        url=url,
-        url_hash=url_hash(url),
-        surt_key=surt_key(url),
-        domain="e.example",
-        status=status,
-        crawled_at=NOW - timedelta(days=age_days),
+    return page_item(
+        f"http://e.example/p/{n}",
+        status,
+        NOW - timedelta(days=age_days),
         http_status=http_status,
         body=b"<html>",
         text="t",

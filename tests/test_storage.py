@@ -13,21 +13,11 @@ from crawler.storage.backend import Batch
 from crawler.storage.jobs import JobRecord, finish_job, start_job
 from crawler.storage.rows import page_row
 from crawler.storage.schema import MIGRATIONS
-from tests.helpers import Database
+from tests.helpers import Database, page_item
 
 
 def _page(url: str, status: str = "fetched", **fields) -> PageItem:
-    from crawler.identity import surt_key, url_hash
-
-    return PageItem(
-        url=url,
-        url_hash=url_hash(url),
-        surt_key=surt_key(url),
-        domain="e.example",
-        status=status,
-        crawled_at=datetime.now(UTC),
-        **fields,
-    )
+    return page_item(url, status, **fields)
 
 
 def test_schema_is_created_once_and_versioned(database: Database) -> None:

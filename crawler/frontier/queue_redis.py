@@ -93,7 +93,8 @@ class RedisFrontierQueue(Base):
         self.store = services.redis.store
         self.link = services.redis.link
         self.robots = services.robots
-        self.services = services
+        self.scope = services.scope
+        """The crawl's scope, made by the spider before the scheduler opens (None: none)."""
         settings = crawler.settings
         self.codec = RequestCodec(
             spider, settings.getlist("CRAWLER_REDIS_META_KEYS"), settings.getlist("CRAWLER_REDIS_LOCAL_META_KEYS")
@@ -184,8 +185,8 @@ class RedisFrontierQueue(Base):
             self.wakeup.at(wait)
             return
         self._popping = True
-        if self.services.scope is not None:
-            self.services.scope.refresh()  # seeds other processes added: the requests popped may link there
+        if self.scope is not None:
+            self.scope.refresh()  # seeds other processes added: the requests popped may link there
         count = self.prefetch - len(self.at_hand)
         store = self.store
         lead = repr(self.lead)
@@ -344,10 +345,8 @@ class RedisFrontierQueue(Base):
 
     # --- internals -------------------------------------------------------------------------------
     def _robots(self, domain: str, scheme: str, reservation: str) -> None:
-        if self.robots is not None:
-            if not self.robots.ready(domain):
-                self.stats.inc_value("frontier/robots_fetches")
-            self.robots.claimed(domain, scheme, reservation)
+        if self.robots is not None and self.robots.claimed(domain, scheme, reservation):
+            self.stats.inc_value("frontier/robots_fetches")
 
     def _decoded(self, domain: str, encoded: str, reservation: str) -> Request | None:
         try:

@@ -114,16 +114,17 @@ class RobotsService:
     def fetching(self, domain: str) -> bool:
         return domain in self._fetching
 
-    def claimed(self, domain: str, scheme: str, reservation: object) -> None:
+    def claimed(self, domain: str, scheme: str, reservation: object) -> bool:
         """The frontier reserved the domain's slot for its robots.txt: rules this process has
         already (stored by an earlier job) are shared and the slot given back; else the file is
-        fetched on it."""
+        fetched on it. Whether it is fetched."""
         if self.ready(domain):
             self.publish(domain)
             self.limiter.unreserve(domain, reservation)
             self.limiter.finish(domain, robots_holder(domain))
-            return
+            return False
         self.fetch(domain, scheme, reservation)
+        return True
 
     def publish(self, domain: str) -> None:
         """Share rules this process has with the crawl's other processes."""
