@@ -3,8 +3,8 @@ backends), and a helper that runs ``scrapy crawl`` the way users do.
 
 Markers say what a test needs beyond the process: ``integration`` (it starts servers or crawl
 processes), ``postgres`` and ``redis`` (the services). ``--fast`` runs only what needs none of
-them: the others are skipped, each saying why; without it, a missing service ends the session
-at once rather than skipping anything.
+them and reports the others as deselected; without it, a missing service ends the session
+at once: nothing is skipped.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ import os
 import socket
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
 import pytest
 import redis
+from xdist.workermanage import WorkerController
 
 from crawler.redis.keys import delete_matching
 from tests.helpers import Database, crawl_keys
@@ -36,22 +37,19 @@ SERVICE_FIXTURES = {
     "module_postgres_database": "postgres",
 }
 """Fixtures that need a service, by the marker of that service."""
-SERVICE_PARAMS = {("database", "postgresql"): "postgres", ("frontier", "redis"): "redis"}
-"""Parameters of fixtures that need a service, by the marker of that service."""
 SERVER_FIXTURES = frozenset({"web"})
 """Fixtures that start servers: their tests are integration tests."""
-FAST_SKIPS = {
-    "integration": "--fast: starts servers or crawl processes",
-    "postgres": "--fast: needs PostgreSQL",
-    "redis": "--fast: needs Redis",
-}
+FAST_LEAVES_OUT = ("integration", "postgres", "redis")
+"""The markers of the tests ``--fast`` does not run."""
+POSTGRES = pytest.mark.postgres
+REDIS = pytest.mark.redis
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--fast",
         action="store_true",
-        help="run only the tests that need no PostgreSQL, Redis, server or crawl process; skip the others",
+        help="run only the tests that need no PostgreSQL, Redis, server or crawl process; leave out the others",
     )
 
 
@@ -126,11 +124,11 @@ def web() -> Iterator[TestWeb]:
         yield test_web
 
 
-def _skip_in_fast_mode(request: pytest.FixtureRequest, marker: str) -> None:
-    """Tests reach a service through fixtures, some only from inside the test
-    (``request.getfixturevalue``): the fixture itself skips in the fast mode."""
+def _refuse_in_fast_mode(request: pytest.FixtureRequest, marker: str) -> None:
+    """In the fast mode, a test that reaches a service (through ``request.getfixturevalue``, which
+    no marker follows) is missing the service's marker."""
     if _fast(request.config):
-        pytest.skip(FAST_SKIPS[marker])
+        raise AssertionError(f"{request.node.nodeid} reaches a service: mark it {marker}")
 
 
 @contextmanager
@@ -149,11 +147,9 @@ def _fresh_database(kind: str, tmp_path: Path) -> Iterator[Database]:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=POSTGRES)])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     """A fresh, empty database of each backend."""
-    if request.param == "postgresql":
-        _skip_in_fast_mode(request, "postgres")
     with _fresh_database(request.param, tmp_path) as fresh:
         yield fresh
 
@@ -163,7 +159,7 @@ def module_postgres_database(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Database]:
     """A fresh PostgreSQL database shared by the tests of a module (for a server they start once)."""
-    _skip_in_fast_mode(request, "postgres")
+    _refuse_in_fast_mode(request, "postgres")
     with _fresh_database("postgresql", tmp_path_factory.mktemp("database")) as fresh:
         yield fresh
 
@@ -171,14 +167,14 @@ def module_postgres_database(
 @pytest.fixture
 def postgres_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     """A fresh, empty PostgreSQL database, for what only a server database supports."""
-    _skip_in_fast_mode(request, "postgres")
+    _refuse_in_fast_mode(request, "postgres")
     with _fresh_database("postgresql", tmp_path) as fresh:
         yield fresh
 
 
 @pytest.fixture
 def redis_client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
-    _skip_in_fast_mode(request, "redis")
+    _refuse_in_fast_mode(request, "redis")
     client = redis.Redis.from_url(REDIS_URL)
     yield client
     client.close()
@@ -200,32 +196,51 @@ each other; each is tested on its own in test_storage and test_frontier_contract
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    crossed = [item for item in items if _stack(item) not in PAIRED_STACKS | {None}]
-    if crossed:
-        config.hook.pytest_deselected(items=crossed)
-        items[:] = [item for item in items if item not in crossed]
+    _deselect(config, items, lambda item: _stack(item) not in PAIRED_STACKS | {None})
     for item in items:
         for marker in _needs(item):
             item.add_marker(marker)
     if _fast(config):
-        _skip_what_the_fast_mode_leaves_out(items)
+        # Left out, not skipped: the tests that need a service, a server or a process.
+        left_out = _deselect(config, items, lambda item: any(map(item.get_closest_marker, FAST_LEAVES_OUT)))
+        counts = {"tests": len(left_out)}
+        counts |= {marker: sum(1 for item in left_out if item.get_closest_marker(marker)) for marker in FAST_LEAVES_OUT}
+        config.stash[_LEFT_OUT] = counts
+        if hasattr(config, "workeroutput"):  # a pytest-xdist worker: the controller reports
+            config.workeroutput["left_out"] = counts
 
 
-def _skip_what_the_fast_mode_leaves_out(items: list[pytest.Item]) -> None:
-    """The one place tests are skipped by marker, and only with ``--fast``: the full run skips
-    nothing (a missing service ends its session instead, ``pytest_sessionstart``)."""
-    for item in items:
-        reason = next((why for marker, why in FAST_SKIPS.items() if item.get_closest_marker(marker)), None)
-        if reason is not None:
-            item.add_marker(pytest.mark.skip(reason=reason))
+def _deselect(
+    config: pytest.Config, items: list[pytest.Item], chosen: Callable[[pytest.Item], bool]
+) -> list[pytest.Item]:
+    deselected = [item for item in items if chosen(item)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not chosen(item)]
+    return deselected
+
+
+_LEFT_OUT = pytest.StashKey[dict[str, int]]()
+
+
+def pytest_testnodedown(node: WorkerController, error: object) -> None:
+    """Each pytest-xdist worker collects every test: any one's count is the run's."""
+    counts = getattr(node, "workeroutput", {}).get("left_out")
+    if counts:
+        node.config.stash[_LEFT_OUT] = counts
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    counts = config.stash.get(_LEFT_OUT, None)
+    if counts:
+        needs = ", ".join(f"{counts[marker]} {marker}" for marker in FAST_LEAVES_OUT)
+        terminalreporter.write_line(f"--fast left out {counts['tests']} tests, marked {needs}; ./run-tests runs them")
 
 
 def _needs(item: pytest.Item) -> set[str]:
     """The markers a test's fixtures imply."""
     names = set(getattr(item, "fixturenames", ()))
-    params = getattr(getattr(item, "callspec", None), "params", {})
     needs = {marker for name, marker in SERVICE_FIXTURES.items() if name in names}
-    needs |= {marker for (name, value), marker in SERVICE_PARAMS.items() if params.get(name) == value}
     if names & SERVER_FIXTURES:
         needs.add("integration")
     return needs
@@ -238,12 +253,11 @@ def _stack(item: pytest.Item) -> tuple[str, str] | None:
     return None
 
 
-@pytest.fixture(params=["in-process", "redis"])
+@pytest.fixture(params=["in-process", pytest.param("redis", marks=REDIS)])
 def frontier(request: pytest.FixtureRequest) -> dict[str, str]:
     """Settings of a crawl whose frontier is in the process, or shared through Redis."""
     if request.param == "in-process":
         return {}
-    _skip_in_fast_mode(request, "redis")
     return {
         "REDIS_URL": REDIS_URL,
         "CRAWLER_CRAWL_ID": request.getfixturevalue("crawl_name"),

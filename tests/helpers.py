@@ -10,7 +10,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,6 @@ import psycopg
 from scrapy import Spider
 
 import crawler.settings
-from crawler.identity import host_of, surt_key, url_hash
-from crawler.items import PageItem
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -191,17 +188,3 @@ class PageSpider(Spider):
 
     def page_failed(self, failure: Any) -> None:  # pragma: no cover - never called
         pass
-
-
-def page_item(url: str, status: str = "fetched", crawled_at: datetime | None = None, **fields: Any) -> PageItem:
-    """A ``PageItem`` of ``url`` with its identity filled in (hash, SURT key, domain), crawled now
-    unless said otherwise."""
-    return PageItem(
-        url=url,
-        url_hash=url_hash(url),
-        surt_key=surt_key(url),
-        domain=host_of(url),
-        status=status,
-        crawled_at=crawled_at or datetime.now(UTC),
-        **fields,
-    )

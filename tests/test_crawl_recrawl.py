@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REDIS_URL
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
 
@@ -53,20 +52,10 @@ def test_budgeted_runs_move_on_through_the_site(
     assert {web.url("budgeted", path) for path in reached} == fetched
 
 
-# One backend each with the frontier in the process and shared through Redis (whose JSON codec
-# must carry the stored validators and history): the full matrix would double the time.
-@pytest.mark.parametrize("backend, shared", [("sqlite", False), ("postgresql", True)])
+# Both stacks: the shared frontier's JSON codec must carry the stored validators and history.
 def test_a_recrawl_asks_conditionally_and_keeps_unchanged_pages(
-    web: TestWeb, tmp_path: Path, request: pytest.FixtureRequest, backend: str, shared: bool
+    web: TestWeb, database: Database, frontier: dict[str, str]
 ) -> None:
-    database = request.getfixturevalue("postgres_database") if backend == "postgresql" else _sqlite(tmp_path)
-    frontier = {}
-    if shared:
-        frontier = {
-            "REDIS_URL": REDIS_URL,
-            "CRAWLER_CRAWL_ID": request.getfixturevalue("crawl_name"),
-            "CRAWLER_IDLE_CLOSE_SECONDS": "0.5",
-        }
     web.clear()
     crawl("links", database, url=web.url("validated"), settings=frontier)
     first = database.pages()

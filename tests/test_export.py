@@ -12,10 +12,11 @@ import sys
 import pytest
 
 from crawler.items import PageItem
+from crawler.outcomes import page_item
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch
 from crawler.storage.rows import page_row
-from tests.helpers import ROOT, Database, crawl_environment, page_item
+from tests.helpers import ROOT, Database, crawl_environment
 
 pytestmark = pytest.mark.integration
 

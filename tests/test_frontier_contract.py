@@ -95,7 +95,7 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture(params=["local", "redis"])
+@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])
 def make(request: pytest.FixtureRequest, clock: FakeClock):
     """Build the frontier under test with a policy of the given settings."""
 

@@ -11,9 +11,10 @@ from scrapy.utils.test import get_crawler
 
 from crawler.identity import url_hash
 from crawler.items import PageItem, SitemapEntryItem
+from crawler.outcomes import page_item
 from crawler.pipelines.storage import StoragePipeline
 from crawler.spiders.links import LinksSpider
-from tests.helpers import Database, page_item, project_settings
+from tests.helpers import Database, project_settings
 
 
 def _pipeline(database: Database, tmp_path: Path, **settings) -> StoragePipeline:
@@ -25,8 +26,8 @@ def _pipeline(database: Database, tmp_path: Path, **settings) -> StoragePipeline
     return StoragePipeline.from_crawler(crawler)
 
 
-def _page(n: int, **fields) -> PageItem:
-    return page_item(f"http://e.example/{n}", job_id="test-job", **fields)
+def _page(n: int, status: str | None = "fetched", **fields) -> PageItem:
+    return page_item(f"http://e.example/{n}", status, job_id="test-job", **fields)
 
 
 def _entry(n: int) -> SitemapEntryItem:

@@ -285,7 +285,7 @@ def test_retry_after_values() -> None:
         assert retry_after_seconds(junk, now) is None
 
 
-@pytest.fixture(params=["in-process", "redis"])
+@pytest.fixture(params=["in-process", pytest.param("redis", marks=pytest.mark.redis)])
 def make_limiter(request: pytest.FixtureRequest):
     """The limiter of one process, or the one whose state is in Redis (shared by processes)."""
 

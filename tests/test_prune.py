@@ -10,11 +10,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from crawler.items import PageItem
+from crawler.outcomes import page_item
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch
 from crawler.storage.retention import RetentionPolicy, prune
 from crawler.storage.rows import page_row
-from tests.helpers import ROOT, Database, crawl_environment, page_item
+from tests.helpers import ROOT, Database, crawl_environment
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 POLICY = RetentionPolicy(

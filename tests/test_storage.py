@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 import pytest
 
 from crawler.items import PageItem
+from crawler.outcomes import page_item
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch
 from crawler.storage.jobs import JobRecord, finish_job, start_job
 from crawler.storage.rows import page_row
 from crawler.storage.schema import MIGRATIONS
-from tests.helpers import Database, page_item
+from tests.helpers import Database
 
 
 def _page(url: str, status: str = "fetched", **fields) -> PageItem:

@@ -30,6 +30,20 @@ from crawler.items import PageItem
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
+def page_item(url: str, status: str, crawled_at: datetime | None = None, **fields: Any) -> PageItem:
+    """The row of ``url`` with its identity filled in (hash, SURT key, domain), crawled now unless
+    said otherwise."""
+    return PageItem(
+        url=url,
+        url_hash=url_hash(url),
+        surt_key=surt_key(url),
+        domain=host_of(url),
+        status=status,
+        crawled_at=crawled_at or datetime.now(UTC),
+        **fields,
+    )
+
+
 class OutcomeRecorder:
     def __init__(self, settings: Settings, normalize: Callable[[str], str], job_id: str, bot_name: str):
         self.normalize = normalize
@@ -48,13 +62,9 @@ class OutcomeRecorder:
         """A row for ``request`` with the crawl context it carries in its meta."""
         meta = request.meta
         url = meta.get("redirect_urls", [request.url])[0]
-        return PageItem(
-            url=url,
-            url_hash=url_hash(url),
-            surt_key=surt_key(url),
-            domain=host_of(url),
-            status=status,
-            crawled_at=datetime.now(UTC),
+        return page_item(
+            url,
+            status,
             depth=meta.get("depth", 0),
             priority=request.priority,
             discovered_via=meta.get("discovered_via"),
