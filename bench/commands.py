@@ -1,18 +1,9 @@
-"""The ``scrapy`` commands the benchmarks start, in this Python, settings given as a mapping;
-and the other checkouts of the project a benchmark may crawl with too (``--also``)."""
+"""The other checkouts of the project a benchmark may crawl with too (``--also``)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Mapping
 from pathlib import Path
-
-
-def scrapy(*arguments: str, settings: Mapping[str, object] | None = None) -> list[str]:
-    """``python -m scrapy ARGUMENTS -s NAME=VALUE …``."""
-    options = [part for name, value in (settings or {}).items() for part in ("-s", f"{name}={value}")]
-    return [sys.executable, "-m", "scrapy", *arguments, *options]
 
 
 def add_also_option(parser: argparse.ArgumentParser) -> None:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.commands import scrapy
+from tests.helpers import scrapy_command
 from tests.testweb import TestWeb
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,10 +127,10 @@ def main() -> None:
         def pages() -> int:
             return sum(1 for entry in web.log("heavy") if entry.status == 200 and entry.path != "/robots.txt")
 
-        stock = scrapy("runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={url}", *settings)
+        stock = scrapy_command("runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={url}", *settings)
         for i in range(args.runs):
             database = f"sqlite:///{tmp}/bench-{i}.db"
-            ours = scrapy("crawl", "links", "-a", f"url={url}", "-a", "max_depth=100", *settings)
+            ours = scrapy_command("crawl", "links", "-a", f"url={url}", "-a", "max_depth=100", *settings)
             ours += ["-s", f"DATABASE_URL={database}"]
             for name, command, cwd in (("stock", stock, Path(tmp)), ("crawler", ours, ROOT)):
                 web.clear()

@@ -25,10 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.commands import add_also_option, other_checkouts, scrapy
+from bench.commands import add_also_option, other_checkouts
 from bench.crawl_speed import ROOT, Run, measure
 from bench.realweb import RealWeb
 from bench.seeds_spider import SPIDER_MODULES, SeedsSpider
+from tests.helpers import scrapy_command
 
 MODES = {"paced": {}, "unpaced": {"CRAWLER_LIMITER_ENABLED": "False"}}
 
@@ -58,7 +59,7 @@ def crawl(
         **MODES[mode],
     }
     profiled = ["--profile", str(profile)] if profile else []
-    command = scrapy("crawl", SeedsSpider.name, *profiled, "-a", f"seeds_file={seeds_file}", settings=settings)
+    command = scrapy_command("crawl", SeedsSpider.name, *profiled, "-a", f"seeds_file={seeds_file}", settings=settings)
 
     def pages() -> int:
         with sqlite3.connect(database) as connection:

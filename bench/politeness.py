@@ -32,8 +32,8 @@ from pathlib import Path
 
 import redis
 
-from bench.commands import scrapy
 from crawler.redis.keys import delete_matching
+from tests.helpers import scrapy_command
 from tests.testweb import TestWeb
 from tests.testweb.control import LoggedRequest
 
@@ -64,7 +64,7 @@ class HostReport:
 def _run_ours(urls: list[str], seconds: float, database: str, processes: int = 1, **settings: str) -> None:
     """One crawl, or ``processes`` processes sharing one frontier through Redis."""
     defaults = {"CLOSESPIDER_TIMEOUT": seconds, "DATABASE_URL": database, "LOG_LEVEL": "WARNING"}
-    command = scrapy("crawl", "links", "-a", f"url={','.join(urls)}", "-a", "max_depth=1000", settings=defaults)
+    command = scrapy_command("crawl", "links", "-a", f"url={','.join(urls)}", "-a", "max_depth=1000", settings=defaults)
     if processes > 1:
         crawl = f"bench-{uuid.uuid4().hex[:8]}"
         settings = {**settings, "REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": crawl}
@@ -94,7 +94,7 @@ def _run_stock(urls: list[str], seconds: float, workdir: str, processes: int = 1
             "REDIS_URL": REDIS_URL,
         }
     stock = str(ROOT / "bench" / "stock_crawlspider.py")
-    command = scrapy("runspider", stock, "-a", f"url={','.join(urls)}", settings=settings)
+    command = scrapy_command("runspider", stock, "-a", f"url={','.join(urls)}", settings=settings)
     if processes > 1:
         _clear_redis("stock:*")
     _run_all([command] * processes, workdir, dict(os.environ))

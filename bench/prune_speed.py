@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 from crawler.storage.schema import MIGRATIONS, migration_statements
-from tests.helpers import ROOT, crawl_environment
+from tests.helpers import ROOT, crawl_environment, scrapy_command
 
 DAY = timedelta(days=1)
 
@@ -120,16 +120,7 @@ def main() -> None:
             started = time.monotonic()
             expected = _fill(url, args.decisions, args.pages, datetime.now(UTC))
             filled = time.monotonic() - started
-            command = [
-                sys.executable,
-                "-m",
-                "scrapy",
-                "prune",
-                "-s",
-                f"DATABASE_URL={url}",
-                "-s",
-                "CRAWLER_RETAIN_BODIES_DAYS=60",
-            ]
+            command = scrapy_command("prune", settings={"DATABASE_URL": url, "CRAWLER_RETAIN_BODIES_DAYS": 60})
             started = time.monotonic()
             result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=crawl_environment())
             elapsed = time.monotonic() - started

@@ -24,9 +24,10 @@ from pathlib import Path
 
 import psycopg
 
-from bench.commands import add_also_option, other_checkouts, scrapy
+from bench.commands import add_also_option, other_checkouts
 from bench.crawl_speed import ROOT, Run, measure, print_medians, print_run, unpaced_settings
 from bench.realweb import RealWeb, exit_on_sigterm
+from tests.helpers import scrapy_command
 
 POSTGRES = "postgresql://postgres@127.0.0.1:5432"
 
@@ -67,7 +68,7 @@ def main() -> None:
         def pages() -> int:
             return sum(1 for r in web.log() if r.status == 200)
 
-        stock = scrapy("runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={url}", *settings)
+        stock = scrapy_command("runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={url}", *settings)
         for i in range(args.runs):
             for name, project in crawlers.items():
                 database = None
@@ -80,7 +81,9 @@ def main() -> None:
                     else:
                         database_url = f"sqlite:///{tmp}/{name}-{i}.db"
                     profile = ["--profile", str(args.profile / f"{name}-{i + 1}.prof")] if args.profile else []
-                    command = scrapy("crawl", "links", *profile, "-a", f"url={url}", "-a", "max_depth=100", *settings)
+                    command = scrapy_command(
+                        "crawl", "links", *profile, "-a", f"url={url}", "-a", "max_depth=100", *settings
+                    )
                     command += ["-s", f"DATABASE_URL={database_url}"]
                     cwd = project
                 try:

@@ -16,7 +16,6 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import psycopg
 import redis
 
 from crawler.redis.keys import delete_matching
+from tests.helpers import scrapy_command
 from tests.testweb import TestWeb
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,8 +46,7 @@ def _crawl(processes: int, seeds: list[str], web: TestWeb, hosts: list[str]) -> 
         "DATABASE_URL": POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{database}",
         "LOG_LEVEL": "WARNING",
     }
-    command = [sys.executable, "-m", "scrapy", "crawl", "links", "-a", f"url={','.join(seeds)}", "-a", "max_depth=100"]
-    command += [arg for name, value in settings.items() for arg in ("-s", f"{name}={value}")]
+    command = scrapy_command("crawl", "links", "-a", f"url={','.join(seeds)}", "-a", "max_depth=100", settings=settings)
     try:
         workers = [
             subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}) for _ in range(processes)

@@ -23,10 +23,10 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.commands import scrapy
 from bench.many_domains import seeds
 from bench.politeness import REDIS_URL, ROOT, _clear_redis, _run_all
 from bench.realweb import CpuHog, RealWeb, ServedRequest, by_host, gaps, loopback_addresses, short_gaps
+from tests.helpers import scrapy_command
 
 TOLERANCE = 0.010
 DEFAULT_DELAY = 1.0
@@ -42,7 +42,7 @@ def crawl(urls: list[str], seconds: float, folder: Path, processes: int, **setti
         "LOG_LEVEL": "WARNING",
         "LOG_FILE": f"{folder}/crawl.log",
     }
-    command = scrapy("crawl", "links", "-a", f"seeds_file={seeds}", "-a", "max_depth=1000", settings=settings)
+    command = scrapy_command("crawl", "links", "-a", f"seeds_file={seeds}", "-a", "max_depth=1000", settings=settings)
     crawl_id = f"bench-{uuid.uuid4().hex[:8]}"
     if processes > 1:
         # Shared processes wait for work for ever by default: they end 5 s after the frontier empties.

@@ -19,9 +19,8 @@ from functools import cached_property
 
 from scrapy.crawler import Crawler
 
-from crawler.guard.addresses import AddressPolicy, parse_networks
 from crawler.guard.checker import AddressGuard
-from crawler.guard.resolver import installed_resolver
+from crawler.guard.resolver import address_policy, installed_resolver
 from crawler.identity.crawls import crawl_id
 from crawler.politeness.config import frontier_config, policy_config
 from crawler.politeness.limiter_local import DomainLimiter
@@ -107,7 +106,9 @@ class CrawlServices:
         if self.robots is None:
             self.robots = RobotsService(self.crawler, self.limiter, self.storage)
             if self.redis is not None:
-                self.robots.shared_cache = RedisRobotsCache(self.redis.store, self.redis.link, self.robots.rules)
+                self.robots.shared_cache = RedisRobotsCache(
+                    self.redis.store, self.redis.link, self.robots.rules, self.robots.cache
+                )
         return self.robots
 
     def make_scope(self) -> Scope:
@@ -125,8 +126,7 @@ class CrawlServices:
         connection time too."""
         if self.guard is None:
             resolver = installed_resolver()
-            networks = parse_networks(self.settings.getlist("CRAWLER_ALLOWED_NETWORKS"))
-            policy = resolver.policy if resolver is not None else AddressPolicy(networks)
+            policy = resolver.policy if resolver is not None else address_policy(self.settings)
             self.guard = AddressGuard(policy, lambda: self.scope)
         return self.guard
 

@@ -16,18 +16,21 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 import pytest
 import redis
-from xdist.workermanage import WorkerController
 
 from crawler.redis.keys import delete_matching
-from tests.helpers import Database, crawl_keys
+from tests.helpers import Database, FakeClock, crawl_keys
 from tests.testweb import TestWeb
 
+if TYPE_CHECKING:
+    from xdist.workermanage import WorkerController
+
 POSTGRES_ADMIN_URL = os.environ.get("CRAWLER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-REDIS_ADDRESS = ("127.0.0.1", int(os.environ.get("CRAWLER_TEST_REDIS_PORT", "6379")))
+REDIS_ADDRESS = ("127.0.0.1", 6379)
 REDIS_URL = f"redis://{REDIS_ADDRESS[0]}:{REDIS_ADDRESS[1]}/0"
 
 SERVICE_FIXTURES = {
@@ -41,8 +44,6 @@ SERVER_FIXTURES = frozenset({"web"})
 """Fixtures that start servers: their tests are integration tests."""
 FAST_LEAVES_OUT = ("integration", "postgres", "redis")
 """The markers of the tests ``--fast`` does not run."""
-POSTGRES = pytest.mark.postgres
-REDIS = pytest.mark.redis
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -118,6 +119,11 @@ def _no_processes_in_fast_mode(request: pytest.FixtureRequest, monkeypatch: pyte
         monkeypatch.setattr(subprocess, "Popen", refuse)
 
 
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
 @pytest.fixture(scope="session")
 def web() -> Iterator[TestWeb]:
     with TestWeb(WEB_SITES) as test_web:
@@ -147,7 +153,7 @@ def _fresh_database(kind: str, tmp_path: Path) -> Iterator[Database]:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=POSTGRES)])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     """A fresh, empty database of each backend."""
     with _fresh_database(request.param, tmp_path) as fresh:
@@ -223,6 +229,7 @@ def _deselect(
 _LEFT_OUT = pytest.StashKey[dict[str, int]]()
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: WorkerController, error: object) -> None:
     """Each pytest-xdist worker collects every test: any one's count is the run's."""
     counts = getattr(node, "workeroutput", {}).get("left_out")
@@ -232,7 +239,7 @@ def pytest_testnodedown(node: WorkerController, error: object) -> None:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     counts = config.stash.get(_LEFT_OUT, None)
-    if counts:
+    if counts and counts["tests"]:
         needs = ", ".join(f"{counts[marker]} {marker}" for marker in FAST_LEAVES_OUT)
         terminalreporter.write_line(f"--fast left out {counts['tests']} tests, marked {needs}; ./run-tests runs them")
 
@@ -253,7 +260,7 @@ def _stack(item: pytest.Item) -> tuple[str, str] | None:
     return None
 
 
-@pytest.fixture(params=["in-process", pytest.param("redis", marks=REDIS)])
+@pytest.fixture(params=["in-process", pytest.param("redis", marks=pytest.mark.redis)])
 def frontier(request: pytest.FixtureRequest) -> dict[str, str]:
     """Settings of a crawl whose frontier is in the process, or shared through Redis."""
     if request.param == "in-process":

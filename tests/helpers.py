@@ -8,7 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,8 @@ import psycopg
 from scrapy import Spider
 
 import crawler.settings
+from crawler.politeness.policy import DomainState, Policy
+from crawler.redis.store import FrontierConfig, FrontierStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,16 +86,19 @@ class Database:
         return {row[0]: dict(zip(columns, row)) for row in rows}
 
 
+def scrapy_command(*arguments: str, settings: Mapping[str, object] | None = None) -> list[str]:
+    """``python -m scrapy ARGUMENTS -s NAME=VALUE …``, in this Python."""
+    options = [part for name, value in (settings or {}).items() for part in ("-s", f"{name}={value}")]
+    return [sys.executable, "-m", "scrapy", *arguments, *options]
+
+
 def crawl_command(
     spider: str, database: Database, *args: str, settings: dict[str, str] | None = None, **arguments: str
 ) -> list[str]:
     """``scrapy crawl SPIDER -a k=v … -s K=V …`` with the test settings."""
-    command = [sys.executable, "-m", "scrapy", "crawl", spider]
-    for name, value in arguments.items():
-        command += ["-a", f"{name}={value}"]
-    for name, value in {**FAST, "DATABASE_URL": database.url, **(settings or {})}.items():
-        command += ["-s", f"{name}={value}"]
-    return command + list(args)
+    spider_arguments = [part for name, value in arguments.items() for part in ("-a", f"{name}={value}")]
+    settings = {**FAST, "DATABASE_URL": database.url, **(settings or {})}
+    return scrapy_command("crawl", spider, *spider_arguments, *args, settings=settings)
 
 
 def crawl_environment() -> dict[str, str]:
@@ -145,6 +150,14 @@ def finish_all(workers: list[subprocess.Popen[bytes]], logs: list[Path], timeout
 def crawl_keys(name: str) -> str:
     """The key prefix of a shared crawl (its id a Redis Cluster hash tag)."""
     return f"crawler:{{{name}}}"
+
+
+def policy_store(client: Any, crawl: str, policy: Policy, clock: Callable[[], float], **config: Any) -> FrontierStore:
+    """The Redis state of crawl ``crawl``, its domains' defaults ``policy``'s, without the robots.txt gate."""
+    defaults = FrontierConfig(
+        policy.effective_delay(DomainState()), policy.concurrency(DomainState()), robots=False, **config
+    )
+    return FrontierStore(client, crawl_keys(crawl), defaults, clock=clock)
 
 
 def project_settings(**overrides: Any) -> dict[str, Any]:

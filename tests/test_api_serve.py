@@ -39,7 +39,10 @@ class Served:
         return self.server.client(source or f"127.0.1.{self.clients}")
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql+redis"])
+@pytest.fixture(
+    scope="module",
+    params=["sqlite", pytest.param("postgresql+redis", marks=[pytest.mark.postgres, pytest.mark.redis])],
+)
 def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     folder = tmp_path_factory.mktemp("serve")
     with _fresh_database(request.param.split("+")[0], folder) as database:

@@ -19,10 +19,9 @@ from crawler.frontier.meta import NOT_BEFORE
 from crawler.frontier.queue_local import PolitePriorityQueue
 from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.limiter_redis import RedisDomainLimiter
-from crawler.politeness.policy import DomainState, Policy, PolicyConfig
+from crawler.politeness.policy import Policy, PolicyConfig
 from crawler.politeness.slots import DOMAIN, HOLDER, RESERVATION
-from crawler.redis.store import FrontierConfig, FrontierStore
-from tests.helpers import FakeClock, crawl_keys
+from tests.helpers import FakeClock, policy_store
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +67,7 @@ class RedisFrontier:
 
     def __init__(self, clock: FakeClock, config: PolicyConfig, client: redis.Redis, crawl: str):
         self.clock = clock
-        policy = Policy(config)
-        store_config = FrontierConfig(
-            policy.effective_delay(DomainState()), policy.concurrency(DomainState()), robots=False, lease_seconds=600.0
-        )
-        self.store = FrontierStore(client, crawl_keys(crawl), store_config, clock=clock)
+        self.store = policy_store(client, crawl, Policy(config), clock, lease_seconds=600.0)
         self.lead = config.handout_lead
         # The script applies the lead, as the crawl's services set it up.
         self.limiter = RedisDomainLimiter(Policy(replace(config, handout_lead=0.0)), self.store)
@@ -88,11 +83,6 @@ class RedisFrontier:
         url = popped.request.partition("\t")[0]
         leave_at = max(self.clock() + popped.leave_in, self.limiter.departure_at(popped.domain))
         return Handed(url, popped.domain, url, popped.reservation, leave_at)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 @pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])

@@ -4,7 +4,6 @@ the eviction of idle domains. The rules both frontiers share are ``test_frontier
 
 from __future__ import annotations
 
-import pytest
 from scrapy import Request, Spider
 from scrapy.squeues import FifoMemoryQueue
 from scrapy.utils.test import get_crawler
@@ -25,11 +24,6 @@ class CountingLimiter(DomainLimiter):
     def can_start(self, domain: str, now: float | None = None) -> bool:
         self.consulted += 1
         return super().can_start(domain, now)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 def _queue(clock: FakeClock, **config) -> tuple[PolitePriorityQueue, CountingLimiter]:
@@ -143,8 +137,9 @@ class FetchedRobots:
     def fetching(self, domain: str) -> bool:
         return domain in self.fetched - self.arrived
 
-    def claimed(self, domain: str, scheme: str, reservation: float) -> None:
+    def claimed(self, domain: str, scheme: str, reservation: float) -> bool:
         self.fetched.add(domain)
+        return True
 
     def arrive(self, domain: str) -> None:
         self.arrived.add(domain)

@@ -15,12 +15,8 @@ from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.politeness.policy import Policy, PolicyConfig
 from crawler.redis.store import FrontierConfig, FrontierStore
 from crawler.services import CrawlServices
+from tests.conftest import REDIS_URL
 from tests.helpers import FakeClock, PageSpider, crawl_keys, project_settings
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 def _frontier(client: redis.Redis, name: str, clock: FakeClock, **config) -> FrontierStore:
@@ -303,9 +299,7 @@ def test_a_pop_before_the_frontier_may_have_work_asks_the_engine_again_then() ->
     # The engine can be woken before then (a wake-up due sooner is the one kept): the pop it
     # makes, too early to ask Redis, must leave a wake-up for when it is time, or the engine
     # waits for its own heartbeat, 5 s.
-    crawler = get_crawler(
-        PageSpider, project_settings(REDIS_URL="redis://127.0.0.1:6379/0", CRAWLER_CRAWL_ID="wake-up")
-    )
+    crawler = get_crawler(PageSpider, project_settings(REDIS_URL=REDIS_URL, CRAWLER_CRAWL_ID="wake-up"))
     spider = PageSpider.from_crawler(crawler)
     queue = RedisFrontierQueue(CrawlServices.of(crawler).redis.client, spider, "crawler:{wake-up}")  # type: ignore[union-attr]
     queue._pop_after = time.monotonic() + 1.0  # the frontier said: nothing before a second from now
@@ -316,3 +310,12 @@ def test_a_pop_before_the_frontier_may_have_work_asks_the_engine_again_then() ->
 
     assert 0.9 < wake_up.getTime() - reactor.seconds() <= 1.0
     queue.wakeup.cancel()
+
+
+def test_domain_loads_count_each_domain_s_slots_held_and_requests_queued_at_every_priority(
+    frontier: FrontierStore,
+) -> None:
+    for url, priority in [("http://a/0", 0), ("http://a/1", 5), ("http://a/2", 5), ("http://b/0", -1)]:
+        _push(frontier, url, priority)
+    assert _popped_url(frontier) == "http://a/1"
+    assert frontier.domain_loads(["a", "b", "unknown"]) == {"a": (1, 2), "b": (0, 1), "unknown": (0, 0)}

@@ -18,7 +18,6 @@ def _middleware(**settings):
     middleware = BackoffRetryMiddleware.from_crawler(crawler)
     clock = [1000.0]
     CrawlServices.of(crawler).limiter.clock = lambda: clock[0]
-    middleware.limiter = CrawlServices.of(crawler).limiter
     return middleware, clock, crawler
 
 

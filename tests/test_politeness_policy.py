@@ -10,8 +10,7 @@ from crawler.http.headers import retry_after_seconds
 from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.politeness.policy import Change, DomainState, Policy, PolicyConfig, fibonacci
-from crawler.redis.store import FrontierConfig, FrontierStore
-from tests.helpers import crawl_keys
+from tests.helpers import policy_store
 
 
 def _policy(**config) -> Policy:
@@ -293,8 +292,7 @@ def make_limiter(request: pytest.FixtureRequest):
         if request.param == "in-process":
             return DomainLimiter(policy, clock=clock)
         client, name = request.getfixturevalue("redis_client"), request.getfixturevalue("crawl_name")
-        config = FrontierConfig(policy.effective_delay(DomainState()), policy.concurrency(DomainState()), robots=False)
-        return RedisDomainLimiter(policy, FrontierStore(client, crawl_keys(name), config, clock=clock))
+        return RedisDomainLimiter(policy, policy_store(client, name, policy, clock))
 
     return make
 

@@ -32,23 +32,23 @@ def test_every_process_reads_a_file_another_fetched_with_its_verdict(
 ) -> None:
     robots = CrawlServices.of(get_crawler(Spider, project_settings())).make_robots()
     store = FrontierStore(redis_client, crawl_keys(crawl_name), FrontierConfig())
-    one = RedisRobotsCache(store, RedisLink(redis_client), robots.rules)
-    two = RedisRobotsCache(store, RedisLink(redis_client), robots.rules)
     local = RobotsCache(ttl=3600.0, retry_after=60.0)
+    one = RedisRobotsCache(store, RedisLink(redis_client), robots.rules, RobotsCache(ttl=3600.0, retry_after=60.0))
+    two = RedisRobotsCache(store, RedisLink(redis_client), robots.rules, local)
     body = b"User-agent: *\nDisallow: /private"
-    one.put("parsed.example", local.entry(robots.rules(200, body), 200, body, 100.0))
+    one.share("parsed.example", local.entry(robots.rules(200, body), 200, body, 100.0))
     # No answer at all: the rules say why, and that is what the other processes must read too.
     refused = unreachable("crawler", "connection refused while fetching robots.txt")
-    one.put("down.example:8080", local.entry(refused, None, b"", 100.0))
+    one.share("down.example:8080", local.entry(refused, None, b"", 100.0))
     loaded: list[bool] = []
     two.load(["parsed.example", "down.example:8080", "unknown.example"], done=lambda: loaded.append(True))
     assert loaded == [True]
-    parsed = two.get("parsed.example", 150.0)
+    parsed = local.get("parsed.example", 150.0)
     assert parsed is not None and parsed.status == 200
     assert parsed.rules.decide("http://parsed.example/private/1").rule == "Disallow: /private"
-    down = two.get("down.example:8080", 150.0)
+    down = local.get("down.example:8080", 150.0)
     assert down is not None and down.status is None
     decision = down.rules.decide("http://down.example:8080/page")
     assert not decision.allowed and decision.rule == refused.reason
-    assert two.get("unknown.example", 150.0) is None
-    assert two.get("down.example:8080", 160.0) is None  # tried again after CRAWLER_ROBOTS_RETRY_SECONDS
+    assert local.get("unknown.example", 150.0) is None
+    assert local.get("down.example:8080", 160.0) is None  # tried again after CRAWLER_ROBOTS_RETRY_SECONDS

@@ -15,9 +15,10 @@ from crawler.scope.scope_local import Scope
 from crawler.scope.scope_redis import RedisScope
 from crawler.seen.exact import ExactSeenFilter
 from crawler.services import CrawlServices
+from tests.conftest import REDIS_URL
 from tests.helpers import project_settings
 
-SHARED = {"REDIS_URL": "redis://127.0.0.1:6379/0", "CRAWLER_CRAWL_ID": "services-test"}
+SHARED = {"REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": "services-test"}
 """Settings of a shared crawl; nothing here sends a command to that Redis."""
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -11,14 +11,12 @@ from crawler.items import PageItem
 from crawler.outcomes import page_item
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch
+from crawler.storage.inbox import add_to_inbox, clear_inbox, recover_inbox, take_inbox
 from crawler.storage.jobs import JobRecord, finish_job, start_job
+from crawler.storage.pages import purge_pages
 from crawler.storage.rows import page_row
 from crawler.storage.schema import MIGRATIONS
 from tests.helpers import Database
-
-
-def _page(url: str, status: str = "fetched", **fields) -> PageItem:
-    return page_item(url, status, **fields)
 
 
 def test_schema_is_created_once_and_versioned(database: Database) -> None:
@@ -43,10 +41,10 @@ def test_upsert_keeps_first_discovery_counts_consecutive_errors_and_keeps_the_la
     async def scenario() -> None:
         backend = open_backend(database.url)
         await backend.open()
-        first = _page("http://e.example/a", title="One", body=b"\x00\x01")
+        first = page_item("http://e.example/a", "fetched", title="One", body=b"\x00\x01")
         await backend.write(Batch(pages=[page_row(first)]))
         for _ in range(2):
-            await backend.write(Batch(pages=[page_row(_page("http://e.example/a", "error", error="HTTP 500"))]))
+            await backend.write(Batch(pages=[page_row(page_item("http://e.example/a", "error", error="HTTP 500"))]))
         await backend.close()
         return first
 
@@ -61,7 +59,7 @@ def test_upsert_keeps_first_discovery_counts_consecutive_errors_and_keeps_the_la
     async def success() -> None:
         backend = open_backend(database.url)
         await backend.open()
-        await backend.write(Batch(pages=[page_row(_page("http://e.example/a", title="Back"))]))
+        await backend.write(Batch(pages=[page_row(page_item("http://e.example/a", "fetched", title="Back"))]))
         await backend.close()
 
     asyncio.run(success())
@@ -72,7 +70,9 @@ def test_text_with_nul_characters_is_stored(database: Database) -> None:
     async def scenario() -> None:
         backend = open_backend(database.url)
         await backend.open()
-        await backend.write(Batch(pages=[page_row(_page("http://e.example/nul", text="a\x00b", body=b"a\x00b"))]))
+        await backend.write(
+            Batch(pages=[page_row(page_item("http://e.example/nul", "fetched", text="a\x00b", body=b"a\x00b"))])
+        )
         await backend.close()
 
     asyncio.run(scenario())
@@ -162,9 +162,11 @@ def _row(database: Database, columns: tuple[str, ...]) -> dict[str, object]:
 
 def test_a_failed_visit_changes_only_the_visit_columns(database: Database) -> None:
     url = "http://e.example/a"
-    _write_pages(database, _page(url, **_GOOD))
+    _write_pages(database, page_item(url, "fetched", **_GOOD))
     before = _row(database, (*_CONTENT, *_SCHEDULE, "depth", "referrer"))
-    failed = _page(url, "error", error="TimeoutError: took longer than 30.0 seconds", http_status=503, job_id="later")
+    failed = page_item(
+        url, "error", error="TimeoutError: took longer than 30.0 seconds", http_status=503, job_id="later"
+    )
     _write_pages(database, failed)
     after = _row(
         database,
@@ -194,9 +196,9 @@ def test_a_failed_visit_changes_only_the_visit_columns(database: Database) -> No
 
 def test_an_unchanged_visit_keeps_the_content_and_records_the_visit_and_schedule(database: Database) -> None:
     url = "http://e.example/a"
-    _write_pages(database, _page(url, **_GOOD))
+    _write_pages(database, page_item(url, "fetched", **_GOOD))
     content = _row(database, _CONTENT)
-    visit = _page(
+    visit = page_item(
         url,
         "unchanged",
         http_status=304,
@@ -205,7 +207,7 @@ def test_an_unchanged_visit_keeps_the_content_and_records_the_visit_and_schedule
         change_count=1,
         next_crawl_at=datetime(2031, 1, 1, tzinfo=UTC),
     )
-    _write_pages(database, _page(url, "error", error="HTTP 500"), visit)
+    _write_pages(database, page_item(url, "error", error="HTTP 500"), visit)
     after = _row(database, (*_CONTENT, *_SCHEDULE, "status", "http_status", "error", "error_count"))
     assert {c: after[c] for c in _CONTENT} == content
     assert (after["status"], after["http_status"], after["error"], after["error_count"]) == ("unchanged", 304, None, 0)
@@ -216,7 +218,9 @@ def test_an_unchanged_visit_keeps_the_content_and_records_the_visit_and_schedule
 def test_a_changed_page_replaces_the_stored_copy(database: Database) -> None:
     url = "http://e.example/a"
     _write_pages(
-        database, _page(url, **_GOOD), _page(url, title="New", text="new text", content_hash="h2", etag='"v2"')
+        database,
+        page_item(url, "fetched", **_GOOD),
+        page_item(url, "fetched", title="New", text="new text", content_hash="h2", etag='"v2"'),
     )
     assert _row(database, ("title", "text", "content_hash", "etag", "links")) == {
         "title": "New",
@@ -225,3 +229,36 @@ def test_a_changed_page_replaces_the_stored_copy(database: Database) -> None:
         "etag": '"v2"',
         "links": None,
     }
+
+
+def test_the_inbox_gives_back_what_dead_processes_took_and_purges_and_clears_say_how_many(database: Database) -> None:
+    now = datetime.now(UTC)
+    hour_ago = now - timedelta(hours=1)
+
+    async def scenario() -> tuple[int, int, int, int]:
+        backend = open_backend(database.url)
+        await backend.open()
+        for n in range(5):
+            await add_to_inbox(backend, f"http://e.example/{n}", "links", None, "test", now)
+        for worker, heartbeat, count in (("dead", hour_ago, 3), ("alive", now, 1)):
+            await backend.execute(
+                "INSERT INTO workers (worker_id, job_id, spider, hostname, pid, started_at, heartbeat_at, state) "
+                "VALUES (?, 'j', 'links', 'h', 1, ?, ?, 'running')",
+                (worker, hour_ago, heartbeat),
+            )
+            await take_inbox(backend, now=now, worker=worker, spider="links", crawl="c", limit=count)
+        # The dead process took 0, 1 and 2 and crawled 0: 1 and 2 go back; the live one keeps 3.
+        await backend.write(Batch(pages=[page_row(page_item("http://e.example/0", "fetched"))]))
+        await backend.write(Batch(pages=[page_row(page_item("http://other.example/", "fetched"))]))
+        returned = await recover_inbox(backend, now - timedelta(minutes=1))
+        cleared = await clear_inbox(backend)  # 1, 2 and 4
+        purged = await purge_pages(backend, domain="e.example")
+        left = int(await backend.scalar("SELECT COUNT(*) FROM pages"))
+        await backend.close()
+        return returned, cleared, purged, left
+
+    assert asyncio.run(scenario()) == (2, 3, 1, 1)
+    assert database.query("SELECT url FROM frontier_inbox ORDER BY id") == [
+        ("http://e.example/0",),
+        ("http://e.example/3",),
+    ]

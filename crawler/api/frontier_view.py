@@ -1,6 +1,6 @@
-"""The shared crawls' frontiers in Redis, read with the crawl's own frontier helpers. Those are
-synchronous, so every call here runs in a worker thread (``asyncio.to_thread``), never on the
-event loop."""
+"""The shared crawls' frontiers in Redis, read with the crawl's own frontier helpers, for the API
+and ``scrapy frontier``. Those are synchronous: the API runs every call in a worker thread
+(``asyncio.to_thread``), never on the event loop."""
 
 from __future__ import annotations
 

@@ -9,9 +9,8 @@ import argparse
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.politeness.config import frontier_config
-from crawler.redis.connection import CrawlRedis, redis_client, redis_enabled
-from crawler.redis.keys import crawls_in
+from crawler.api.frontier_view import FrontierView
+from crawler.redis.connection import redis_enabled
 
 
 class Command(ScrapyCommand):
@@ -32,16 +31,23 @@ class Command(ScrapyCommand):
         settings = self.settings
         if not redis_enabled(settings):
             raise UsageError("REDIS_URL is not set: there is no shared frontier to show")
-        if not args:
-            self._list_crawls()
-            return
-        frontier = CrawlRedis(settings, args[0], frontier_config(settings)).store
-        if opts.clear:
-            print(f"crawl {args[0]}: {frontier.clear()} keys deleted")
+        view = FrontierView(settings)
+        try:
+            if args:
+                self._show(view, args[0], opts.clear)
+            else:
+                self._list_crawls(view)
+        finally:
+            view.close()
+
+    def _show(self, view: FrontierView, crawl: str, clear: bool) -> None:
+        frontier = view.frontier(crawl)
+        if clear:
+            print(f"crawl {crawl}: {frontier.clear()} keys deleted")
             return
         sizes = frontier.sizes()
         print(
-            f"crawl {args[0]}: {sizes.queued} queued, {sizes.delayed} waiting to retry, "
+            f"crawl {crawl}: {sizes.queued} queued, {sizes.delayed} waiting to retry, "
             f"{sizes.leased} leased, {sizes.reclaimed} leases expired and requeued, {sizes.dead} dead letters"
         )
         print(f"{'domain':40} {'queued':>8} {'ready in':>9} {'blocked':>8} {'delay':>7} {'conc.':>5} {'in flight':>9}")
@@ -52,11 +58,9 @@ class Command(ScrapyCommand):
                 f"{row['delay']:>6.2f}s {row['concurrency']:>5} {row['in_flight']:>9}"
             )
 
-    def _list_crawls(self) -> None:
-        settings = self.settings
-        crawls = crawls_in(redis_client(settings), settings)
+    def _list_crawls(self, view: FrontierView) -> None:
+        crawls = view.sizes()
         if not crawls:
             print("no shared crawl in this Redis")
-        for crawl in crawls:
-            sizes = CrawlRedis(settings, crawl, frontier_config(settings)).store.sizes()
-            print(f"{crawl}: {sizes.queued} queued, {sizes.delayed} waiting to retry, {sizes.leased} leased")
+        for row in crawls:
+            print(f"{row['crawl']}: {row['queued']} queued, {row['delayed']} waiting to retry, {row['leased']} leased")

@@ -21,7 +21,6 @@ from crawler.extensions.periodic import PeriodicExtension
 from crawler.frontier.counts import FrontierCounts
 from crawler.pipelines.storage import StoragePipeline
 from crawler.politeness.slots import domain_key
-from crawler.services import CrawlServices
 
 
 class Heartbeat(PeriodicExtension):
@@ -30,8 +29,8 @@ class Heartbeat(PeriodicExtension):
     def __init__(self, crawler: Crawler):
         super().__init__(crawler)
         self.activity = DomainActivity() if crawler.settings.getbool("CRAWLER_DOMAIN_STATE") else None
-        self.limiter = CrawlServices.of(crawler).limiter
-        self.counts: FrontierCounts | None = None
+        self.counts = FrontierCounts(crawler)
+        self.limiter = self.counts.limiter
         self.state = "running"
         """What the next heartbeat says; the control extension sets ``paused`` and ``closing``."""
         self.started_at = datetime.now(UTC)
@@ -39,12 +38,7 @@ class Heartbeat(PeriodicExtension):
             crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
             crawler.signals.connect(self.request_left_downloader, signal=signals.request_left_downloader)
 
-    def spider_opened(self) -> None:
-        self.counts = FrontierCounts(self.crawler)
-        super().spider_opened()
-
     async def tick(self) -> bool:
-        assert self.counts is not None
         self._report(self.state, await self.counts.sizes())
         if self.activity is not None:
             changed = self.activity.take()
@@ -54,7 +48,7 @@ class Heartbeat(PeriodicExtension):
 
     def closed(self) -> None:
         self._report("finished")
-        if self.activity is not None and self.counts is not None:
+        if self.activity is not None:
             changed = self.activity.take()
             loads = self.counts.loads_now(changed)
             self._observed().domain_state.extend(domain_state_rows(changed, loads, self.limiter))

@@ -60,7 +60,7 @@ class FrontierCounts:
     def _shared_loads(self, domains: list[str]) -> dict[str, tuple[int, int]]:
         assert self.redis is not None
         try:
-            return {domain: self.redis.store.domain_load(domain) for domain in domains}
+            return self.redis.store.domain_loads(domains)
         except REDIS_ERRORS:
             return {}
 

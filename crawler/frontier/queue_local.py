@@ -38,7 +38,6 @@ from crawler.frontier.meta import NOT_BEFORE
 from crawler.frontier.wakeup import EngineWakeup
 from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.slots import DOMAIN, HOLDER, RESERVATION, domain_key, robots_holder
-from crawler.robots.service import RobotsService
 from crawler.services import CrawlServices
 
 SWEEP_SECONDS = 60.0
@@ -72,16 +71,15 @@ class PolitePriorityQueue:
         *,
         start_queue_cls: type | None = None,
         limiter: DomainLimiter | None = None,
-        robots: RobotsService | None = None,
     ):
-        """``limiter`` and ``robots``: the crawl's (``CrawlServices``) unless given."""
+        """``limiter``: the crawl's (``CrawlServices``) unless given."""
         self.crawler = crawler
         self.downstream_queue_cls = downstream_queue_cls
         self.start_queue_cls = start_queue_cls
         self.key = key
         services = CrawlServices.of(crawler)
         self.limiter = limiter or services.limiter
-        self.robots = robots or services.robots
+        self.robots = services.robots
         self.queues: dict[str, ScrapyPriorityQueue] = {}
         self.waiting: list[tuple[float, int, Request]] = []  # (not_before, order, request)
         self._size = 0

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Self
 
 from scrapy.resolver import CachingThreadedResolver
+from scrapy.settings import BaseSettings
 from scrapy.utils.datatypes import LocalCache
 from scrapy.utils.reactor import is_reactor_installed
 from twisted.internet.base import ReactorBase
@@ -33,8 +34,7 @@ class GuardedResolver(CachingThreadedResolver):
     def from_crawler(cls, crawler: Any, reactor: ReactorBase) -> Self:
         settings = crawler.settings
         cache_size = settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0
-        policy = AddressPolicy(parse_networks(settings.getlist("CRAWLER_ALLOWED_NETWORKS")))
-        return cls(reactor, cache_size, settings.getfloat("DNS_TIMEOUT"), policy)
+        return cls(reactor, cache_size, settings.getfloat("DNS_TIMEOUT"), address_policy(settings))
 
     def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> Deferred[str]:
         return super().getHostByName(name, timeout).addCallback(self._check, name)
@@ -46,6 +46,11 @@ class GuardedResolver(CachingThreadedResolver):
         self.refusals[name] = refusal
         # The one failure Twisted's endpoint passes on quietly: "no results for hostname lookup".
         raise DNSLookupError(refusal.reason)
+
+
+def address_policy(settings: BaseSettings) -> AddressPolicy:
+    """The policy the settings give (``CRAWLER_ALLOWED_NETWORKS``), before any seed is allowed."""
+    return AddressPolicy(parse_networks(settings.getlist("CRAWLER_ALLOWED_NETWORKS")))
 
 
 def installed_resolver() -> GuardedResolver | None:

@@ -38,7 +38,6 @@ class CrawlRedis:
 
     def __init__(self, settings: BaseSettings, crawl: str, config: FrontierConfig):
         self.client = redis_client(settings)
-        self.crawl = crawl
         self.prefix = crawl_prefix(settings, crawl)
         self.store = FrontierStore(self.client, self.prefix, config)
         self.link = RedisLink(self.client)

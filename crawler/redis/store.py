@@ -204,9 +204,10 @@ class FrontierStore:
         now = self.now()
         names = sorted(as_text(d) for d in self.client.smembers(self.key("domains")))
         ready = {as_text(d): score for d, score in self.client.zrange(self.key("ready"), 0, -1, withscores=True)}
+        loads = self.domain_loads(names, now)
         rows = []
         for domain in names:
-            inflight, queued = self.domain_load(domain, now)
+            inflight, queued = loads[domain]
             state = {as_text(k): as_text(v) for k, v in self.client.hgetall(self.domain_key(domain)).items()}
             rows.append(
                 {
@@ -221,17 +222,24 @@ class FrontierStore:
             )
         return rows
 
-    def domain_load(self, domain: str, now: float | None = None) -> tuple[int, int]:
-        """The domain's requests in flight (slots held) and queued."""
+    def domain_loads(self, domains: list[str], now: float | None = None) -> dict[str, tuple[int, int]]:
+        """Each domain's requests in flight (slots held) and queued, in two round trips."""
+        now = self.now() if now is None else now
         with self.client.pipeline(transaction=False) as pipe:
-            pipe.zrange(self.key("qp", domain), 0, -1)
-            pipe.zcount(self.key("inflight", domain), self.now() if now is None else now, "+inf")
-            prios, inflight = pipe.execute()
+            for domain in domains:
+                pipe.zrange(self.key("qp", domain), 0, -1)
+                pipe.zcount(self.key("inflight", domain), now, "+inf")
+            answers = pipe.execute()
+        prios, inflight = answers[0::2], answers[1::2]
         with self.client.pipeline(transaction=False) as pipe:
-            for prio in prios:
-                pipe.llen(self.key("q", domain, as_text(prio)))
-            queued = sum(pipe.execute())
-        return inflight, queued
+            for domain, domain_prios in zip(domains, prios):
+                for prio in domain_prios:
+                    pipe.llen(self.key("q", domain, as_text(prio)))
+            lengths = iter(pipe.execute())
+        return {
+            domain: (held, sum(next(lengths) for _ in domain_prios))
+            for domain, domain_prios, held in zip(domains, prios, inflight)
+        }
 
     def clear(self) -> int:
         """Delete every key of the crawl; the number deleted."""

@@ -100,16 +100,8 @@ class RobotsService:
         return self.cached(domain) is not None
 
     def cached(self, domain: str) -> RobotsEntry | None:
-        """The domain's rules from this process's cache, else from the crawl's shared one."""
-        now = self.limiter.clock()
-        entry = self.cache.get(domain, now)
-        if (
-            entry is None
-            and self.shared_cache is not None
-            and (entry := self.shared_cache.get(domain, now)) is not None
-        ):
-            self.cache.put(domain, entry)
-        return entry
+        """The domain's rules in this process's cache (where a shared crawl loads the others')."""
+        return self.cache.get(domain, self.limiter.clock())
 
     def fetching(self, domain: str) -> bool:
         return domain in self._fetching
@@ -118,26 +110,23 @@ class RobotsService:
         """The frontier reserved the domain's slot for its robots.txt: rules this process has
         already (stored by an earlier job) are shared and the slot given back; else the file is
         fetched on it. Whether it is fetched."""
-        if self.ready(domain):
-            self.publish(domain)
+        if (entry := self.cached(domain)) is not None:
+            self.share(domain, entry)
             self.limiter.unreserve(domain, reservation)
             self.limiter.finish(domain, robots_holder(domain))
             return False
         self.fetch(domain, scheme, reservation)
         return True
 
-    def publish(self, domain: str) -> None:
+    def share(self, domain: str, entry: RobotsEntry) -> None:
         """Share rules this process has with the crawl's other processes."""
-        entry = self.cache.get(domain, self.limiter.clock())
-        if entry is not None and self.shared_cache is not None:
-            self.shared_cache.put(domain, entry)
+        if self.shared_cache is not None:
+            self.shared_cache.share(domain, entry)
 
     def forget(self, domain: str) -> None:
         """Drop the rules of a domain idle for long (fetched, or read from Redis, again if it
         comes back)."""
         self.cache.forget(domain)
-        if self.shared_cache is not None:
-            self.shared_cache.forget(domain)
 
     def fetch(self, domain: str, scheme: str, reservation: object | None = None) -> asyncio.Future[RobotsEntry]:
         """Fetch the domain's robots.txt (once at a time), on a slot the caller reserved."""
@@ -198,7 +187,7 @@ class RobotsService:
         previous = self.limiter.state(domain).robots_delay
         # The delay first: in a shared crawl, publishing lets every process start the domain.
         self.limiter.set_robots_delay(domain, rules.crawl_delay)
-        self.publish(domain)
+        self.share(domain, entry)
         if rules.crawl_delay is not None and rules.crawl_delay != previous:
             logger.info("Pacing of %s: robots.txt Crawl-delay %.3f s", domain, rules.crawl_delay)
         if self.storage.opened:

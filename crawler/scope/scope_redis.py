@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from crawler.redis.keys import as_text
 from crawler.redis.link import Op, RedisLink
 from crawler.scope.scope_local import Scope
 
@@ -42,4 +43,4 @@ class RedisScope(Scope):
         self._asking = False
         if members:
             self._shared_size = len(members)
-            self._allowed.update(member.decode() if isinstance(member, bytes) else member for member in members)
+            self._allowed.update(map(as_text, members))

@@ -62,19 +62,15 @@ async def waiting_urls(backend: StorageBackend, limit: int, offset: int) -> list
 async def recover_inbox(backend: StorageBackend, stale_before: datetime) -> int:
     """Give back to the inbox the URLs taken by processes whose last heartbeat is older than
     ``stale_before`` (dead) and that have no row yet; how many."""
-    rows = await backend.execute(
-        "SELECT id FROM frontier_inbox i WHERE taken_at IS NOT NULL AND NOT EXISTS "
-        "(SELECT 1 FROM workers w WHERE w.worker_id = i.taken_by AND w.heartbeat_at >= ? AND w.state IN ('running', 'paused')) "
-        "AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.url = i.url)",
+    return await backend.execute_count(
+        "UPDATE frontier_inbox SET taken_at = NULL, taken_by = NULL WHERE taken_at IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM workers w WHERE w.worker_id = frontier_inbox.taken_by AND w.heartbeat_at >= ? "
+        "AND w.state IN ('running', 'paused')) "
+        "AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.url = frontier_inbox.url)",
         (stale_before,),
     )
-    for (row_id,) in rows:
-        await backend.execute("UPDATE frontier_inbox SET taken_at = NULL, taken_by = NULL WHERE id = ?", (row_id,))
-    return len(rows)
 
 
 async def clear_inbox(backend: StorageBackend) -> int:
     """Drop the URLs waiting in the inbox; how many."""
-    dropped = await backend.scalar("SELECT COUNT(*) FROM frontier_inbox WHERE taken_at IS NULL")
-    await backend.execute("DELETE FROM frontier_inbox WHERE taken_at IS NULL")
-    return int(dropped or 0)
+    return await backend.execute_count("DELETE FROM frontier_inbox WHERE taken_at IS NULL")

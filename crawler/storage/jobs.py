@@ -52,8 +52,8 @@ async def finish_job(
 
 
 async def cancel_requested(backend: StorageBackend, job_id: str) -> bool:
-    rows = await backend.execute("SELECT cancel_requested_at FROM crawl_jobs WHERE id = ?", (job_id,))
-    return any(at is not None for (at,) in rows)
+    status = await job_status(backend, job_id)
+    return status is not None and status[1] is not None
 
 
 JOB_COLUMNS = (

@@ -36,29 +36,25 @@ async def any_page(backend: StorageBackend) -> bool:
 
 async def stored_pages(backend: StorageBackend, urls: Iterable[str]) -> dict[str, tuple[Any, ...]]:
     """The ``STORED_COLUMNS`` of those of ``urls`` that have a row, by URL."""
-    by_hash = {url_hash(url): url for url in urls}
-    found: dict[str, tuple[Any, ...]] = {}
-    for hashes in _chunks(list(by_hash)):
-        rows = await backend.execute(
-            f"SELECT url_hash, {', '.join(STORED_COLUMNS)} FROM pages WHERE url_hash IN ({_marks(hashes)})", hashes
-        )
-        for key, *columns in rows:
-            found[by_hash[key]] = tuple(columns)
-    return found
+    return await _by_url(backend, urls, ", ".join(STORED_COLUMNS))
 
 
 async def stored_links(backend: StorageBackend, urls: Iterable[str]) -> dict[str, str]:
     """The links (JSON) the crawl followed from those of ``urls`` it last downloaded, by URL."""
+    links = "COALESCE(followed_links, links)"
+    return {url: row[0] for url, row in (await _by_url(backend, urls, links, f"{links} IS NOT NULL")).items()}
+
+
+async def _by_url(
+    backend: StorageBackend, urls: Iterable[str], columns: str, condition: str = "TRUE"
+) -> dict[str, tuple[Any, ...]]:
+    """``columns`` of the rows of ``urls`` that meet ``condition``, by URL, in chunks of hashes."""
     by_hash = {url_hash(url): url for url in urls}
-    found: dict[str, str] = {}
+    found: dict[str, tuple[Any, ...]] = {}
     for hashes in _chunks(list(by_hash)):
-        rows = await backend.execute(
-            f"SELECT url_hash, COALESCE(followed_links, links) FROM pages "
-            f"WHERE COALESCE(followed_links, links) IS NOT NULL AND url_hash IN ({_marks(hashes)})",
-            hashes,
-        )
-        for key, links in rows:
-            found[by_hash[key]] = links
+        sql = f"SELECT url_hash, {columns} FROM pages WHERE {condition} AND url_hash IN ({_marks(hashes)})"
+        for key, *values in await backend.execute(sql, hashes):
+            found[by_hash[key]] = tuple(values)
     return found
 
 
@@ -153,6 +149,4 @@ async def purge_pages(backend: StorageBackend, domain: str | None = None, before
     """Delete the pages of ``domain`` crawled before ``before`` (every page without either); how many."""
     conditions, values = page_filters(domain=domain, until=before)
     where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
-    count = int(await backend.scalar(f"SELECT COUNT(*) FROM pages {where}", values) or 0)
-    await backend.execute(f"DELETE FROM pages {where}", values)
-    return count
+    return await backend.execute_count(f"DELETE FROM pages {where}", values)
