@@ -51,16 +51,8 @@ telling this one)."""
 
 class PolitePriorityQueue:
     @classmethod
-    def from_crawler(
-        cls,
-        crawler: Crawler,
-        downstream_queue_cls: type,
-        key: str,
-        startprios: dict[str, Iterable[int]] | None = None,
-        *,
-        start_queue_cls: type | None = None,
-    ) -> Self:
-        return cls(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls)
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        return cls(crawler, *args, **kwargs)
 
     def __init__(
         self,
