@@ -34,6 +34,14 @@ REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError, 
 """Redis unavailable, for now: the operation is tried again later (a replica promoted, memory
 freed, the network back)."""
 
+
+
+class LinkClosed(redis.ConnectionError):
+    """The link closed with the scheduler while the spider closes: Redis is gone for this
+    process, as if unavailable, so that what still runs until ``spider_closed`` (a heartbeat, a
+    control poll) takes the path it takes in an outage instead of failing."""
+
+
 PIPELINE_SIZE = 1_000
 """Commands sent in one round trip at most: a backlog after an outage goes in several."""
 
@@ -95,6 +103,8 @@ class RedisLink:
         reach the caller."""
         if not self.started:
             return function(self.client)
+        if self.closed:
+            raise LinkClosed("the Redis link is closed")
         return await asyncio.get_running_loop().run_in_executor(self._executor, function, self.client)
 
     async def drain(self, timeout: float) -> bool:
