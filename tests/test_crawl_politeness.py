@@ -138,7 +138,7 @@ def test_robots_txt_stored_by_a_job_is_reused_while_valid(
     crawl("links", database, url=web.url("fast"), max_pages="3", settings=frontier)
     web.clear()
     result = crawl("links", database, url=web.url("fast"), max_pages="3", job_id="again", settings=frontier)
-    assert "Reusing the stored robots.txt of 1 domains" in result.stderr
+    assert "'robotstxt/reused_stored': 1," in result.stderr
     assert "/robots.txt" not in [e.path for e in web.log("fast")]
     web.clear()
     crawl(

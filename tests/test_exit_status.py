@@ -15,6 +15,7 @@ from crawler import exitcodes
 from crawler.commands.crawl import Command as CrawlCommand
 from tests.conftest import POSTGRES_ADMIN_URL
 from tests.helpers import ROOT, Database, crawl_command, crawl_environment, free_port, start_crawl, wait_until
+from tests.nginx import Nginx
 from tests.testweb import TestWeb
 
 LIMIT = 60
@@ -65,11 +66,51 @@ def test_every_seed_unreachable_is_an_error_row_and_its_own_status(tmp_path: Pat
     result, _ = _run(crawl_command("links", database, url=seed))
     assert result.returncode == exitcodes.SEEDS_UNREACHABLE, result.stderr[-3000:]
     (reason,) = _error_lines(result.stderr)
-    assert "failed_seeds_unreachable" in reason
+    assert reason.endswith(
+        "ERROR: Closing the job (failed_seeds_unreachable): no page could be fetched; first "
+        f"{seed}: connection refused while fetching robots.txt: disallow all until it can be fetched; "
+        "1 error row in scrapy export --status error"
+    )
     assert "0 pages fetched, 0 unchanged, 1 errors" in result.stderr
+    assert "Reusing" not in result.stderr  # nothing was reused
     row = database.pages()[seed]
     assert row["status"] == "error"
     assert row["error"].startswith("connection refused while fetching robots.txt")
+
+
+@pytest.mark.integration
+def test_a_bare_domain_on_a_plain_http_port_gets_the_http_hint(tmp_path: Path) -> None:
+    database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
+    # nginx answers a TLS handshake on a plain-HTTP port at once, as web servers do (400).
+    with Nginx(tmp_path / "nginx") as nginx:
+        bare = nginx.url.removeprefix("http://").rstrip("/")
+        result, _ = _run(crawl_command("links", database, url=bare))
+    assert result.returncode == exitcodes.SEEDS_UNREACHABLE, result.stderr[-3000:]
+    (reason,) = _error_lines(result.stderr)
+    assert reason.endswith(
+        f"ERROR: Closing the job (failed_seeds_unreachable): no page could be fetched; first https://{bare}/: "
+        "TLS error: wrong version number while fetching robots.txt: disallow all until it can be fetched "
+        f"(if the site speaks plain HTTP, give the seed as http://{bare}/: a seed without a scheme means "
+        "https://); 1 error row in scrapy export --status error"
+    )
+
+
+@pytest.mark.integration
+def test_the_last_lines_say_where_the_rows_are_and_how_to_look_at_them(web: TestWeb, tmp_path: Path) -> None:
+    database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
+    log_file = tmp_path / "not" / "yet" / "crawl.log"  # a cron job's first run: the folder is made
+    result, _ = _run(
+        crawl_command(
+            "links", database, url=web.url("links"), max_pages="2", job_id="seen", settings={"LOG_FILE": str(log_file)}
+        )
+    )
+    assert result.returncode == exitcodes.FINISHED, log_file.read_text()[-3000:]
+    lines = [line.split("] INFO: ", 1)[-1] for line in log_file.read_text().splitlines()]
+    summary = next(i for i, line in enumerate(lines) if line.startswith("Crawl seen finished: 2 pages fetched"))
+    assert lines[summary].endswith(f"rows are in {tmp_path / 'crawler.db'}")
+    assert lines[summary + 1] == (
+        "To look at them: scrapy export --job seen; scrapy serve for the dashboard (with the same DATABASE_URL)"
+    )
 
 
 @pytest.mark.integration
@@ -132,6 +173,42 @@ def test_a_usage_error_is_one_line_and_status_2() -> None:
     assert result.stderr == "scrapy crawl: error: unknown spider 'nosuch' (spiders: links, sitemap)\n"
 
 
+ARGUMENTS = "crawl, job_id, max_depth, max_pages, max_time, scope, seeds_file, url"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (
+            ["scrapy", "crawl", "links", "-a", "url=http://127.0.0.1/", "-a", "max_page=5"],
+            f"scrapy crawl: error: unknown spider argument 'max_page' (did you mean max_pages? arguments: {ARGUMENTS})",
+        ),
+        (
+            ["./crawl", "http://127.0.0.1/", "-a", "colour=blue"],
+            f"scrapy crawl: error: unknown spider argument 'colour' (arguments: {ARGUMENTS})",
+        ),
+        (
+            ["./crawl", "-a", "max_pages=5"],
+            "./crawl: the URL comes first, before options such as -a "
+            "(usage: ./crawl URL [links|sitemap] [scrapy crawl options, e.g. -a max_pages=100])",
+        ),
+        (
+            ["./crawl", "http://127.0.0.1/", "spider"],
+            "scrapy crawl: error: unknown spider 'spider' (spiders: links, sitemap)",
+        ),
+        (
+            ["scrapy", "crawl", "links", "-a", "url=http://127.0.0.1/", "-s", "LOG_FILE=/proc/none/crawl.log"],
+            "scrapy crawl: error: cannot create the folder of LOG_FILE /proc/none/crawl.log: No such file or directory",
+        ),
+    ],
+)
+def test_a_newcomer_mistake_is_one_line_that_says_what_to_do(command: list[str], message: str) -> None:
+    program = [sys.executable, "-m", "scrapy"] if command[0] == "scrapy" else [str(ROOT / command[0])]
+    result, _ = _run([*program, *command[1:]])
+    assert (result.returncode, result.stderr) == (exitcodes.USAGE, message + "\n")
+
+
 @pytest.mark.integration
 def test_crawl_script_takes_options_without_a_spider(web: TestWeb, tmp_path: Path) -> None:
     database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
@@ -149,3 +226,20 @@ def test_crawl_script_takes_options_without_a_spider(web: TestWeb, tmp_path: Pat
     assert result.returncode == exitcodes.FINISHED, result.stderr[-3000:]
     assert len(database.pages()) == 3
     assert "finished: 3 pages fetched" in result.stderr
+
+
+@pytest.mark.integration
+def test_crawl_script_takes_the_spider_before_the_url(web: TestWeb, tmp_path: Path) -> None:
+    database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
+    command = [
+        str(ROOT / "crawl"),
+        "sitemap",
+        web.url("links"),
+        "-a",
+        "max_pages=1",
+        "-s",
+        f"DATABASE_URL={database.url}",
+    ]
+    result, _ = _run(command)
+    assert result.returncode == exitcodes.FINISHED, result.stderr[-3000:]
+    assert database.query("SELECT spider FROM crawl_jobs") == [("sitemap",)]

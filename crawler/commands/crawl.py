@@ -9,7 +9,9 @@ already running. The spider's close reason says which.
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
+from pathlib import Path
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.spiderloader import get_spider_loader
@@ -24,7 +26,7 @@ class Command(ScrapyCrawlCommand):
         super().process_options(args, opts)
         if len(args) == 1:
             # Before Scrapy starts (and logs its banner): a usage error is one line.
-            problem = self._usage_problem(args[0], opts.spargs)
+            problem = self._usage_problem(args[0], opts.spargs) or self._log_folder_problem()
             if problem:
                 print(f"scrapy crawl: error: {problem}", file=sys.stderr)
                 raise SystemExit(USAGE)
@@ -35,6 +37,12 @@ class Command(ScrapyCrawlCommand):
             spidercls = loader.load(name)
         except KeyError:
             return f"unknown spider {name!r} (spiders: {', '.join(sorted(loader.list()))})"
+        known = getattr(spidercls, "ARGUMENTS", None)
+        unknown = [arg for arg in spargs if known is not None and arg not in known and not arg.startswith("_")]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], known, n=1)
+            guess = f"did you mean {close[0]}? " if close else ""
+            return f"unknown spider argument {unknown[0]!r} ({guess}arguments: {', '.join(sorted(known))})"
         if hasattr(spidercls, "seeds_from"):
             try:
                 spidercls.seeds_from(
@@ -44,6 +52,18 @@ class Command(ScrapyCrawlCommand):
                 )
             except SeedError as exc:
                 return str(exc)
+        return None
+
+    def _log_folder_problem(self) -> str | None:
+        """Create the folder of ``LOG_FILE`` (a cron job's first run would otherwise end in a
+        traceback, mailed by cron, before anything is logged)."""
+        log_file = self.settings.get("LOG_FILE")
+        if not log_file:
+            return None
+        try:
+            Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return f"cannot create the folder of LOG_FILE {log_file}: {exc.strerror}"
         return None
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:

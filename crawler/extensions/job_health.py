@@ -9,14 +9,17 @@
   one domain while its delay is at ``CRAWLER_MAX_DELAY`` (default 0: off) cancel the job with
   reason ``cancelled_429_streak``.
 - A job that ends without a single answer from any server, with error rows (every seed
-  unreachable: connection refused, DNS failure, timeouts) closes with reason
-  ``failed_seeds_unreachable``.
+  unreachable: connection refused, DNS failure, timeouts, TLS errors) closes with reason
+  ``failed_seeds_unreachable``; its line gives the first error row's URL and reason, and a hint
+  when that reason is a TLS error (a seed without a scheme means https://, which a plain-HTTP
+  port answers with ``wrong version number``).
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -43,6 +46,7 @@ class JobHealth:
         self.limiter = CrawlServices.of(crawler).limiter
         self.streak = 0
         self.site_failures = 0
+        self.first_failure: PageItem | None = None
         self.closing = False
         crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
         if self.cancel_streak:
@@ -63,9 +67,9 @@ class JobHealth:
         if errors and not stats.get_value("response_received_count", 0):
             if not self.closing:
                 self.closing = True
-                logger.error(
-                    "Closing the job (%s): no server answered; %d error rows say why", REASON_SEEDS_UNREACHABLE, errors
-                )
+                why = self._unreachable(errors)
+                logger.error("Closing the job (%s): %s", REASON_SEEDS_UNREACHABLE, why)
+                stats.set_value("job/close_cause", why)
             raise CloseSpider(REASON_SEEDS_UNREACHABLE)
 
     def item_scraped(self, item: Any) -> None:
@@ -73,11 +77,24 @@ class JobHealth:
             return
         if item.status == "error" and item.site_failure:
             self.site_failures += 1
+            self.first_failure = self.first_failure or item
             self.streak += 1
             if self.threshold and self.streak >= self.threshold:
                 self._close(FAILED, f"{self.streak} consecutive failed pages, the last {item.url}: {item.error}")
         elif item.status in ("fetched", "noindex"):
             self.streak = 0
+
+    def _unreachable(self, errors: int) -> str:
+        first = self.first_failure
+        assert first is not None
+        hint = ""
+        if (first.error or "").startswith("TLS error") and urlsplit(first.url).scheme == "https":
+            plain = urlsplit(first.url)._replace(scheme="http").geturl()
+            hint = f" (if the site speaks plain HTTP, give the seed as {plain}: a seed without a scheme means https://)"
+        rows = f"{errors} error row{'s' if errors != 1 else ''}"
+        return (
+            f"no page could be fetched; first {first.url}: {first.error}{hint}; {rows} in scrapy export --status error"
+        )
 
     def domain_blocked(self, domain: str, outcome: Outcome) -> None:
         # Every blocking answer, including those the retry middleware turns into retries.

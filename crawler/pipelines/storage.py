@@ -158,6 +158,12 @@ class StoragePipeline:
             time.monotonic() - self._started,
             self.backend.target,
         )
+        errors = " (--status error: what failed and why)" if self.counters["pages_failed"] else ""
+        logger.info(
+            "To look at them: scrapy export --job %s%s; scrapy serve for the dashboard (with the same DATABASE_URL)",
+            spider.job_id,
+            errors,
+        )
 
     async def _finish_job(self, spider: Spider, reason: str) -> None:
         await self.flush()

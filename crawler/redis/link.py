@@ -35,7 +35,6 @@ REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError, 
 freed, the network back)."""
 
 
-
 class LinkClosed(redis.ConnectionError):
     """The link closed with the scheduler while the spider closes: Redis is gone for this
     process, as if unavailable, so that what still runs until ``spider_closed`` (a heartbeat, a

@@ -68,6 +68,8 @@ class RobotsService:
         self.shared_cache: RedisRobotsCache | None = None
         """The crawl's cache in Redis, in a shared crawl."""
         self._fetching: dict[str, asyncio.Future[RobotsEntry]] = {}
+        self._stored: set[str] = set()
+        """Domains whose rules came from the database and have not been used yet."""
         crawler.signals.connect(self.load_stored, signal=signals.spider_opened)
         crawler.signals.connect(self.headers_received, signal=signals.headers_received)
         crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
@@ -82,7 +84,8 @@ class RobotsService:
         return implied if implied is not None else RobotsRules.parse(body, self.user_agent)
 
     async def load_stored(self) -> None:
-        """Reuse the robots.txt files earlier jobs stored that are still valid."""
+        """Load the robots.txt files earlier jobs stored that are still valid, to be reused if
+        their domains are crawled (said when they are)."""
         if not self.storage.opened:
             return
         rows = await valid_robots_files(self.storage.backend, datetime.now(UTC))
@@ -92,8 +95,7 @@ class RobotsService:
             entry.expires_at = min(unix_time(expires_at), entry.expires_at)  # type: ignore[type-var]
             self.cache.put(domain, entry)
             self.limiter.set_robots_delay(domain, entry.rules.crawl_delay)
-        if rows:
-            logger.info("Reusing the stored robots.txt of %d domains", len(rows))
+            self._stored.add(domain)
 
     # --- for the frontier ------------------------------------------------------------------------
     def ready(self, domain: str) -> bool:
@@ -184,6 +186,7 @@ class RobotsService:
 
     def _store(self, domain: str, rules: RobotsRules, status: int | None, body: bytes) -> RobotsEntry:
         entry = self.cache.put(domain, self.cache.entry(rules, status, body, self.limiter.clock()))
+        self._stored.discard(domain)  # fetched again: what the database had is not what is used
         previous = self.limiter.state(domain).robots_delay
         # The delay first: in a shared crawl, publishing lets every process start the domain.
         self.limiter.set_robots_delay(domain, rules.crawl_delay)
@@ -218,6 +221,10 @@ class RobotsService:
         entry = self.cached(domain)
         if entry is None:
             entry = await self.fetch(domain, urlparse_cached(request).scheme)
+        elif domain in self._stored:
+            self._stored.discard(domain)
+            self.stats.inc_value("robotstxt/reused_stored")
+            logger.debug("Reusing the robots.txt of %s stored by an earlier job", domain)
         decision = entry.rules.decide(request.url)
         self._record(request, domain, entry, decision.allowed, decision.rule)
         if not decision.allowed:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError, DownloadTimeoutError
 
+from crawler.http.failures import describe
 from crawler.robots.rules import RobotsRules
 
 
@@ -16,7 +17,7 @@ def no_answer(exc: BaseException) -> str:
     elif isinstance(exc, DownloadTimeoutError):
         cause = "timed out"
     else:
-        cause = type(exc).__name__
+        cause = describe(exc) or type(exc).__name__
     return f"{cause} while fetching robots.txt"
 
 

@@ -63,6 +63,9 @@ class Candidate:
 
 
 class BaseCrawlSpider(Spider):
+    ARGUMENTS = ("url", "seeds_file", "job_id", "crawl", *ARGUMENT_SETTINGS)
+    """The spider arguments (``-a NAME=VALUE``) the crawl understands; scrapyd adds its own, which
+    start with ``_``."""
     seeds: list[str]
     job_id: str
     default_callbacks = ("parse_page", "page_failed")
