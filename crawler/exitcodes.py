@@ -45,3 +45,11 @@ def exit_status(reason: str | None, *, unsaved_rows: int = 0) -> int:
         # Rows that went to the file of unsaved rows are not in the database.
         return DATABASE_UNREACHABLE if unsaved_rows else FINISHED
     return STOPPED
+
+
+def job_status(reason: str) -> str:
+    """The job's ``crawl_jobs.status`` for a close reason, as its exit status says it ended."""
+    status = exit_status(reason)
+    if status == FINISHED:
+        return "finished"
+    return "stopped" if status == STOPPED else "failed"

@@ -43,11 +43,31 @@ def test_max_time_leaves_skipped_rows(web: TestWeb, database: Database) -> None:
     skipped = [row for row in rows.values() if row["status"] == "skipped"]
     fetched = [row for row in rows.values() if row["status"] == "fetched"]
     assert skipped and fetched
-    assert all("closespider_timeout" in row["error"] for row in skipped)
+    assert {row["error"] for row in skipped} == {"not fetched: the max_time budget (2 s) was spent"}
     requested = {web.url("delayed", e.path) for e in web.log("delayed")}
     assert not any(row["url"] in requested for row in skipped)
-    ((status,),) = database.query("SELECT status FROM crawl_jobs")
-    assert status == "stopped"
+    # A budget spent is the job done as asked: finished, as its exit status 0 says.
+    assert database.query("SELECT status, finish_reason FROM crawl_jobs") == [("finished", "closespider_timeout")]
+
+
+def test_max_pages_counts_downloads_and_leaves_skipped_rows(web: TestWeb, database: Database) -> None:
+    web.clear()
+    # The home page links to /p/1 … /p/5 and to /private/page, which robots.txt refuses: that
+    # refusal downloads nothing, so the seventh download is a page of the next depth.
+    crawl("links", database, url=web.url("fast"), max_pages="7")
+    requested = [e.path for e in web.log("fast") if e.path != "/robots.txt"]
+    assert len(requested) == len(set(requested)) == 7
+    rows = database.pages()
+    by_status: dict[str, list[str]] = {}
+    for url, row in rows.items():
+        by_status.setdefault(row["status"], []).append(url)
+    assert sorted(by_status["fetched"]) == sorted(web.url("fast", path) for path in requested)
+    assert by_status["blocked_by_robots"] == [web.url("fast", "/private/page")]
+    assert by_status.keys() == {"fetched", "blocked_by_robots", "skipped"}
+    assert {rows[url]["error"] for url in by_status["skipped"]} == {
+        "not fetched: the max_pages budget (7 downloads) was spent"
+    }
+    assert database.query("SELECT status, finish_reason FROM crawl_jobs") == [("finished", "finished")]
 
 
 def test_a_skipped_url_never_replaces_an_earlier_row(web: TestWeb, database: Database) -> None:
@@ -100,7 +120,7 @@ def test_a_long_429_streak_at_the_maximum_delay_cancels_the_job(web: TestWeb, da
     )
     assert "Closing the job (cancelled_429_streak)" in result.stderr
     ((status, reason),) = database.query("SELECT status, finish_reason FROM crawl_jobs")
-    assert (status, reason) == ("stopped", "cancelled_429_streak")
+    assert (status, reason) == ("failed", "cancelled_429_streak")  # as its exit status says
     refused = [e for e in web.log("refusing") if e.status == 429]
     assert 3 <= len(refused) <= 4
     (home,) = [row for url, row in database.pages().items() if url == web.url("refusing")]

@@ -153,8 +153,13 @@ def test_bad_input_pages_are_rows_and_the_crawl_goes_on(web: TestWeb, database: 
 
 def test_max_pages_counts_pages_fetched(web: TestWeb, database: Database) -> None:
     rows = _crawl_links(web, database, max_pages="7")
-    assert len(rows) == 7
+    downloaded = [row for row in rows.values() if row["status"] != "skipped"]
+    assert len(downloaded) == 7
     assert len(_fetched_paths(web)) <= 7 + 2  # redirect hops are requests too
+    # The URLs the budget kept from being requested are rows too, saying so.
+    assert {row["error"] for row in rows.values() if row["status"] == "skipped"} == {
+        "not fetched: the max_pages budget (7 downloads) was spent"
+    }
 
 
 def test_job_is_recorded(web: TestWeb, database: Database) -> None:
@@ -170,3 +175,4 @@ def test_job_is_recorded(web: TestWeb, database: Database) -> None:
     assert fetched == sum(1 for row in pages.values() if row["status"] in ("fetched", "noindex"))
     assert written == len(pages)
     assert {row["job_id"] for row in pages.values()} == {"job-42"}
+

@@ -23,7 +23,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider
 from scrapy.utils.python import global_object_name
 
-from crawler.exitcodes import REASON_DATABASE_REFUSED, REASON_DATABASE_UNREACHABLE
+from crawler.exitcodes import REASON_DATABASE_REFUSED, REASON_DATABASE_UNREACHABLE, job_status
 from crawler.items import PageItem, SitemapEntryItem
 from crawler.services import CrawlServices
 from crawler.signals import rows_committed
@@ -172,7 +172,7 @@ class StoragePipeline:
                 self.backend,
                 spider.job_id,
                 finished_at=datetime.now(UTC),
-                status=_job_status(reason),
+                status=job_status(reason),
                 reason=reason,
                 counters=self.counters,
                 stats=json.dumps(self.crawler.stats.get_stats(), default=str),
@@ -299,12 +299,6 @@ class StoragePipeline:
 
     def _unsaved_path(self) -> Path:
         return self.unsaved_dir / f"unsaved-rows-{self.spider.job_id}.jsonl"
-
-
-def _job_status(reason: str) -> str:
-    if reason == "finished":
-        return "finished"
-    return "failed" if reason.startswith("failed") else "stopped"
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:

@@ -19,9 +19,11 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
+from crawler.exceptions import RobotsUnreachable
 from crawler.extraction import PageData
 from crawler.frontier.priority import request_priority
 from crawler.frontier.seeds import parse_seeds
+from crawler.frontier.unfetched import record_outcome, unfetched_reason
 from crawler.http.content import extension_set, ignored_extension
 from crawler.identity import InvalidURL, UrlNormalizer
 from crawler.identity.crawls import crawl_id
@@ -348,11 +350,38 @@ class BaseCrawlSpider(Spider):
         """The links of a page the crawl follows (spiders that follow links)."""
         return page.links
 
-    def page_failed(self, failure: Failure) -> Iterator[PageItem]:
-        yield self.recorder.failed(failure, failure.request)
+    async def page_failed(self, failure: Failure) -> AsyncIterator[PageItem | Request]:
+        item = self.recorder.failed(failure, failure.request)
+        if _never_sent(failure, item):
+            # Refused before it left (robots.txt, the address guard): the budget counts
+            # downloads, so its share goes to the URLs waiting for one.
+            self.pages_scheduled -= 1
+            async for request in self.plan(()):
+                yield request
+        yield item
 
     def closed(self, reason: str) -> None:
+        self._record_over_budget()
         self.recorder.close()
+
+    def _record_over_budget(self) -> None:
+        """``skipped`` rows for the URLs the ``max_pages`` budget kept from being requested, as
+        a job ended by ``max_time`` has for the URLs it left queued."""
+        why = unfetched_reason("max_pages", self.crawler.settings)
+        for candidate in self.over_budget.values():
+            request = Request(
+                candidate.url,
+                meta={"depth": candidate.depth, "discovered_via": candidate.via, "referrer": candidate.referrer},
+            )
+            record_outcome(self.crawler, request, "skipped", why)
+        self.over_budget.clear()
+
+
+def _never_sent(failure: Failure, item: PageItem) -> bool:
+    """Whether a page's request was refused before anything was sent (not a redirect's hop,
+    which followed a download)."""
+    refused = item.status in ("blocked_by_robots", "blocked_by_policy") or isinstance(failure.value, RobotsUnreachable)
+    return refused and not failure.request.meta.get("redirect_urls")
 
 
 async def in_turns(outputs: Iterable[T]) -> AsyncIterator[T]:
