@@ -175,4 +175,3 @@ def test_job_is_recorded(web: TestWeb, database: Database) -> None:
     assert fetched == sum(1 for row in pages.values() if row["status"] in ("fetched", "noindex"))
     assert written == len(pages)
     assert {row["job_id"] for row in pages.values()} == {"job-42"}
-

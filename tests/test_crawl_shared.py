@@ -173,7 +173,10 @@ def test_seeds_pushed_into_a_crawl_whose_worker_started_without_any(
     domain = web.url("fast").split("//")[1].rstrip("/")
     (row,) = [line.split() for line in shown.splitlines() if line.startswith(domain)]
     assert row[1] == "1"  # one queued request for the domain
-    assert f"{crawl_name}: 1 queued" in _scrapy("frontier")
+    listed = _scrapy("frontier")
+    assert f"crawl {crawl_name}: 1 queued, 0 waiting to retry, 0 leased" in listed
+    assert f"  1 domains, 1 ready now, 0 blocked; most queued: {domain} (1)" in listed
+    assert listed.endswith("scrapy frontier CRAWL shows every domain of one crawl\n")
     log = tmp_path / "worker.log"
     worker = start_crawl(
         "links", database, log, settings={"REDIS_URL": REDIS_URL, "CRAWLER_IDLE_CLOSE_SECONDS": "3"}, crawl=crawl_name

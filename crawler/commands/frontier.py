@@ -1,6 +1,7 @@
 """``scrapy frontier [CRAWL]``: what a shared crawl's frontier holds, per domain: queued
 requests, when the domain is next ready, blocks, delay, concurrency and requests in flight.
-Without a crawl id, the shared crawls in this Redis. ``--clear`` deletes a crawl's keys."""
+Without a crawl id, each shared crawl in this Redis: its totals, its domains (ready, blocked) and
+the busiest of them. ``--clear`` deletes a crawl's keys."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ from scrapy.exceptions import UsageError
 
 from crawler.api.frontier_view import FrontierView
 from crawler.redis.connection import redis_enabled
+from crawler.redis.store import FrontierStore
+
+BUSIEST = 3
+"""Domains named per crawl in the list of crawls."""
 
 
 class Command(ScrapyCommand):
@@ -45,11 +50,7 @@ class Command(ScrapyCommand):
         if clear:
             print(f"crawl {crawl}: {frontier.clear()} keys deleted")
             return
-        sizes = frontier.sizes()
-        print(
-            f"crawl {crawl}: {sizes.queued} queued, {sizes.delayed} waiting to retry, "
-            f"{sizes.leased} leased, {sizes.reclaimed} leases expired and requeued, {sizes.dead} dead letters"
-        )
+        print(_summary(crawl, frontier))
         print(f"{'domain':40} {'queued':>8} {'ready in':>9} {'blocked':>8} {'delay':>7} {'conc.':>5} {'in flight':>9}")
         for row in frontier.domains():
             ready = "-" if row["ready_in"] is None else f"{row['ready_in']:.2f}s"
@@ -59,8 +60,28 @@ class Command(ScrapyCommand):
             )
 
     def _list_crawls(self, view: FrontierView) -> None:
-        crawls = view.sizes()
+        crawls = view.crawls()
         if not crawls:
-            print("no shared crawl in this Redis")
-        for row in crawls:
-            print(f"{row['crawl']}: {row['queued']} queued, {row['delayed']} waiting to retry, {row['leased']} leased")
+            print("no shared crawl in this Redis (a crawl's keys go when it completes)")
+            return
+        for crawl in crawls:
+            frontier = view.frontier(crawl)
+            domains = frontier.domains()
+            ready = sum(1 for row in domains if row["ready_in"] == 0 and row["queued"])
+            blocked = sum(1 for row in domains if row["blocked_for"] > 0)
+            busiest = sorted((row for row in domains if row["queued"]), key=lambda row: -row["queued"])[:BUSIEST]
+            named = ", ".join(f"{row['domain']} ({row['queued']})" for row in busiest)
+            print(_summary(crawl, frontier))
+            print(
+                f"  {len(domains)} domains, {ready} ready now, {blocked} blocked"
+                + (f"; most queued: {named}" if named else "")
+            )
+        print("scrapy frontier CRAWL shows every domain of one crawl")
+
+
+def _summary(crawl: str, frontier: FrontierStore) -> str:
+    sizes = frontier.sizes()
+    return (
+        f"crawl {crawl}: {sizes.queued} queued, {sizes.delayed} waiting to retry, "
+        f"{sizes.leased} leased, {sizes.reclaimed} leases expired and requeued, {sizes.dead} dead letters"
+    )
