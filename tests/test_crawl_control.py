@@ -80,7 +80,11 @@ def test_operators_pause_a_domain_seed_a_url_and_cancel_the_job(
         "CRAWLER_DEFAULT_DELAY": "0.2",
         "CRAWLER_HEARTBEAT_SECONDS": "0.5",
         "CRAWLER_CONTROL_POLL_SECONDS": "0.2",
+        # URLs seeded through the API pass the address guard as links do: the operator allows
+        # the inbox's host; another loopback host seeded the same way stays refused.
+        "CRAWLER_ALLOWED_NETWORKS": f"{inbox.split(':')[0]}/32",
     }
+    refused = web.url("limited", "/p/1")
     log = tmp_path / "crawl.log"
     worker = start_crawl("links", database, log, url=web.url("steered"), job_id="steered", settings=settings)
     try:
@@ -92,6 +96,9 @@ def test_operators_pause_a_domain_seed_a_url_and_cancel_the_job(
         database.query(
             "INSERT INTO frontier_inbox (url, added_by, added_at) VALUES (?, 'test', ?) RETURNING id",
             (web.url("inbox", "/p/1"), _now()),
+        )
+        database.query(
+            "INSERT INTO frontier_inbox (url, added_by, added_at) VALUES (?, 'test', ?) RETURNING id", (refused, _now())
         )
         _wait_for(lambda: "Domain controls applied" in log.read_text(errors="replace"), what="the pause")
         paused_at = time.time()
@@ -122,8 +129,12 @@ def test_operators_pause_a_domain_seed_a_url_and_cancel_the_job(
     assert (status, reason) == ("stopped", "cancelled")
     skipped = database.query("SELECT COUNT(*) FROM pages WHERE status = 'skipped' AND domain = ?", (steered,))[0][0]
     assert skipped > 0
-    (taken_by,) = database.query("SELECT taken_by FROM frontier_inbox")[0]
-    assert taken_by.endswith(":steered")
+    assert {taken_by.split(":")[-1] for (taken_by,) in database.query("SELECT taken_by FROM frontier_inbox")} == {
+        "steered"
+    }
+    ((status, error),) = database.query("SELECT status, error FROM pages WHERE url = ?", (refused,))
+    assert status == "blocked_by_policy" and "loopback" in error, error
+    assert web.log("limited") == []  # not even its robots.txt
     # What the process reported about itself
     ((state, stats),) = database.query("SELECT state, stats FROM workers WHERE job_id = 'steered'")
     assert state == "finished" and json.loads(stats)["response_received_count"] > 0

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
+import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler.frontier.priority import HIGH, LOW, MEDIUM, priority_level, request_priority
 from crawler.frontier.seeds import parse_seeds
 from crawler.identity import host_of, site_of
+from crawler.redis.keys import delete_matching
+from crawler.redis.link import RedisLink
 from crawler.scope.scope_local import Scope
+from crawler.scope.scope_redis import RedisScope
 from crawler.sitemaps.discovery import Discovery, Phase, SeedKind, fallback_sitemap_urls, robots_url, seed_kind
+from tests.conftest import REDIS_URL
 
 
 def test_seeds_from_argument_and_file(tmp_path) -> None:
@@ -38,6 +45,44 @@ def test_scope() -> None:
     assert site_of("http://user@WWW.Example.com:8080/x") == "example.com:8080"
     with pytest.raises(ValueError, match="CRAWLER_SCOPE"):
         Scope("planet")
+
+
+@pytest.mark.parametrize("scope", ["in-process", pytest.param("redis", marks=pytest.mark.redis)], indirect=True)
+def test_a_seed_through_the_api_widens_the_scope_without_being_trusted(scope: Scope) -> None:
+    scope.add_seed("https://www.trusted.example/")
+    scope.add_seed("https://api.example/", trusted=False)
+    scope.add_seed("https://both.example/", trusted=False)
+    scope.add_seed("https://both.example/")
+    seen_by_another_process = _another_process(scope)
+    for view in (scope, seen_by_another_process):
+        assert all(
+            url in view for url in ("https://trusted.example/x", "https://api.example/y", "https://both.example/")
+        )
+        assert view.trusted("https://trusted.example/x") and view.trusted("https://both.example/z")
+        assert not view.trusted("https://api.example/y") and not view.trusted("https://other.example/")
+
+
+@pytest.fixture
+def scope(request: pytest.FixtureRequest) -> Iterator[Scope]:
+    if request.param == "in-process":
+        yield Scope("site")
+        return
+    client = redis.Redis.from_url(REDIS_URL)
+    key = f"crawler:{{test-scope-{uuid.uuid4().hex}}}:scope"
+    try:
+        yield RedisScope("site", RedisLink(client), key)
+    finally:
+        delete_matching(client, f"{key}*")
+        client.close()
+
+
+def _another_process(scope: Scope) -> Scope:
+    """The same crawl's scope as another process sees it (its own, for a scope in one process)."""
+    if not isinstance(scope, RedisScope):
+        return scope
+    other = RedisScope("site", RedisLink(scope.seeds.link.client), scope.seeds.key)
+    other.refresh()  # the link is not started: at once
+    return other
 
 
 @pytest.mark.parametrize(

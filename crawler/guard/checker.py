@@ -1,7 +1,8 @@
 """The crawl's address checks on requests: a literal address refused before anything is sent (a
-name is refused at connection time, by the resolver), the seeds' hosts allowed whatever their
-address (in a shared crawl, the seeds of every process, found in the crawl's scope), as are
-``CRAWLER_ALLOWED_NETWORKS``."""
+name is refused at connection time, by the resolver), the trusted seeds' hosts allowed whatever
+their address (in a shared crawl, those of every process, found in the crawl's scope), as are
+``CRAWLER_ALLOWED_NETWORKS``. URLs seeded through the API are not trusted: they pass the guard
+as links do."""
 
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ class AddressGuard:
             self.policy.allow_seed(host)
 
     def seeded(self, request: Request) -> bool:
-        """Whether the request's host is a seed's, of this process or (shared) another's; if so
-        it is allowed from now on."""
+        """Whether the request's host is a trusted seed's, of this process or (shared)
+        another's; if so it is allowed from now on."""
         scope = self.scope()
-        if scope is None or not scope.seeded(request.url):
+        if scope is None or not scope.trusted(request.url):
             return False
         self.allow_seed(request.url)
         return True

@@ -133,10 +133,10 @@ class BaseCrawlSpider(Spider):
         self.conditional = settings.getbool("CRAWLER_RECRAWL_CONDITIONAL")
         self.ignored_extensions = extension_set(settings.getlist("CRAWLER_IGNORED_EXTENSIONS"))
 
-    def seed_urls(self, seeds: Iterable[str] | None = None) -> Iterator[str]:
+    def seed_urls(self, seeds: Iterable[str] | None = None, trusted: bool = True) -> Iterator[str]:
         """The seeds (the spider's, or ``seeds`` added while it runs) in normal form, each added
-        to the crawl's scope and allowed by the address guard whatever its address; an invalid
-        seed is logged and skipped."""
+        to the crawl's scope and, if ``trusted`` (not seeded through the API), allowed by the
+        address guard whatever its address; an invalid seed is logged and skipped."""
         guard = self.services.guard
         for seed in self.seeds if seeds is None else seeds:
             try:
@@ -145,8 +145,8 @@ class BaseCrawlSpider(Spider):
                 self.logger.error("Invalid seed %r: %s", seed, exc)
                 self.crawler.stats.inc_value("seeds/invalid")
                 continue
-            self.scope.add_seed(url)
-            if guard is not None:
+            self.scope.add_seed(url, trusted)
+            if guard is not None and trusted:
                 guard.allow_seed(url)
             yield url
 
