@@ -54,6 +54,9 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.limiter.LimiterMiddleware": 800,
     # Before robots.txt (100): a refused address gets no robots.txt fetch, slot or connection.
     "crawler.middlewares.address_guard.AddressGuardMiddleware": 50,
+    # After the address guard, before robots.txt: with a proxy, names are checked here (a proxy
+    # resolves them itself); before Scrapy's HttpProxyMiddleware (750), which reads the proxy.
+    "crawler.middlewares.proxy.ProxyMiddleware": 60,
     # Replace Scrapy's redirect middlewares at their places: targets checked like links.
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "crawler.middlewares.redirects.CheckedMetaRefreshMiddleware": 580,
@@ -101,6 +104,9 @@ CRAWLER_BLOCK_STATUSES_WITH_RETRY_AFTER = [503]
 # time by the resolver, and for literal addresses by AddressGuardMiddleware before anything.
 TWISTED_DNS_RESOLVER = "crawler.guard.resolver.GuardedResolver"
 CRAWLER_ALLOWED_NETWORKS: list[str] = []
+# An HTTP proxy for every request (http://user:password@host:port); "" for none (the
+# http_proxy/https_proxy environment variables still apply, as in Scrapy).
+CRAWLER_PROXY = ""
 # Only http and https: no file://, s3://, ftp:// or data: reached through a link or redirect.
 # The HTTP/1.1 handler also tells the limiter when each request's bytes left: a domain's next
 # request counts from then, not from when the frontier or a middleware saw it.

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.helpers import free_port
+
 _LOG_FORMAT = "$status $body_bytes_sent $bytes_sent $request_uri"
 
 
@@ -29,7 +31,7 @@ class Nginx:
         self.folder = folder
         self.root = folder / "site"
         self.address = address
-        self.port = _free_port(address)
+        self.port = free_port(address)
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -107,9 +109,3 @@ class Nginx:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
-
-
-def _free_port(address: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((address, 0))
-        return sock.getsockname()[1]

@@ -39,7 +39,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProc
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     executable = shutil.which("chromium")
-    assert executable, "Debian's chromium is not installed (scripts/browser.sh installs it)"
+    assert executable, "Debian's chromium is not installed (scripts/debian.sh installs it)"
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
         yield launched

@@ -198,6 +198,34 @@ ARGUMENTS = "crawl, job_id, max_depth, max_pages, max_time, scope, seeds_file, u
             "scrapy crawl: error: unknown spider 'spider' (spiders: links, sitemap)",
         ),
         (
+            [
+                "scrapy",
+                "crawl",
+                "links",
+                "-a",
+                "url=http://127.0.0.1/",
+                "-s",
+                'CRAWLER_ALLOWED_NETWORKS=["10.0.0.0/8", "lan"]',
+            ],
+            "scrapy crawl: error: CRAWLER_ALLOWED_NETWORKS: 'lan' is not a network: "
+            "'lan' does not appear to be an IPv4 or IPv6 network",
+        ),
+        (
+            [
+                "scrapy",
+                "crawl",
+                "links",
+                "-a",
+                "url=http://127.0.0.1/",
+                "-s",
+                "CRAWLER_HTTP2=True",
+                "-s",
+                "CRAWLER_PROXY=http://127.0.0.1:3128",
+            ],
+            "scrapy crawl: error: CRAWLER_HTTP2 cannot go through a proxy (Scrapy's HTTP/2 handler has no proxy "
+            "support): use one or the other",
+        ),
+        (
             ["scrapy", "crawl", "links", "-a", "url=http://127.0.0.1/", "-s", "LOG_FILE=/proc/none/crawl.log"],
             "scrapy crawl: error: cannot create the folder of LOG_FILE /proc/none/crawl.log: No such file or directory",
         ),

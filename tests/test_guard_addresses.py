@@ -9,9 +9,11 @@ from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scrapy.settings import Settings
 
 from crawler.guard import AddressPolicy, literal_address, parse_networks, refusal
 from crawler.guard.addresses import embedded_ipv4
+from crawler.guard.resolver import address_policy, allowed_networks
 
 LOOPBACK_21 = IPv4Address("127.0.0.21")
 
@@ -177,6 +179,41 @@ def test_seeds_are_allowed_whatever_their_address_and_spelling() -> None:
     assert policy.check_host("127.0.0.11") is not None
     assert policy.check_resolved("intranet.example", "10.0.0.5") is None
     assert policy.check_resolved("127.0.0.10", "127.0.0.10") is None
+
+
+def test_a_proxy_is_allowed_as_what_the_crawler_connects_to_not_as_a_url_host() -> None:
+    policy = AddressPolicy()
+    policy.allow_proxy("127.0.0.1")
+    policy.allow_proxy("Proxy.Internal")
+    assert policy.check_connection("127.0.0.1", "127.0.0.1") is None
+    assert policy.check_connection("2130706433", "127.0.0.1") is None  # the proxy, spelled otherwise
+    assert policy.check_connection("proxy.internal.", "10.0.0.5") is None
+    # A URL whose host is the proxy's address, or a name resolving to it, is judged as any other.
+    assert policy.check_host("127.0.0.1") is not None
+    assert policy.check_resolved("localhost", "127.0.0.1") is not None
+    assert policy.check_resolved("proxy.internal", "10.0.0.5") is not None
+    assert policy.check_connection("localhost", "127.0.0.1") is not None
+
+
+@pytest.mark.parametrize(
+    ("value", "networks"),
+    [
+        ("10.0.0.0/8,127.0.0.1/32", ["10.0.0.0/8", "127.0.0.1/32"]),
+        ('["10.0.0.0/8", "127.0.0.1/32"]', ["10.0.0.0/8", "127.0.0.1/32"]),
+        (["fd00::/8"], ["fd00::/8"]),
+        ("", []),
+    ],
+)
+def test_allowed_networks_are_read_from_a_list_a_comma_separated_string_or_json(
+    value: object, networks: list[str]
+) -> None:
+    assert allowed_networks(Settings({"CRAWLER_ALLOWED_NETWORKS": value})) == networks
+
+
+def test_the_proxies_of_the_setting_and_the_environment_are_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("https_proxy", "http://10.0.0.7:3128")
+    policy = address_policy(Settings({"CRAWLER_PROXY": "http://user:secret@127.0.0.9:8888"}))
+    assert policy.proxy_addresses == {ip_address("127.0.0.9"), ip_address("10.0.0.7")}
 
 
 def test_names_are_decided_on_what_they_resolve_to() -> None:

@@ -19,6 +19,8 @@ from scrapy.spiderloader import get_spider_loader
 from crawler.compat import command_crawler
 from crawler.exitcodes import BOOTSTRAP_FAILED, USAGE, exit_status
 from crawler.frontier.seeds import SeedError
+from crawler.guard.proxies import configured_proxies
+from crawler.guard.resolver import address_policy
 
 
 class Command(ScrapyCrawlCommand):
@@ -26,7 +28,9 @@ class Command(ScrapyCrawlCommand):
         super().process_options(args, opts)
         if len(args) == 1:
             # Before Scrapy starts (and logs its banner): a usage error is one line.
-            problem = self._usage_problem(args[0], opts.spargs) or self._log_folder_problem()
+            problem = (
+                self._usage_problem(args[0], opts.spargs) or self._settings_problem() or self._log_folder_problem()
+            )
             if problem:
                 print(f"scrapy crawl: error: {problem}", file=sys.stderr)
                 raise SystemExit(USAGE)
@@ -52,6 +56,17 @@ class Command(ScrapyCrawlCommand):
                 )
             except SeedError as exc:
                 return str(exc)
+        return None
+
+    def _settings_problem(self) -> str | None:
+        """Settings that cannot work together or at all, said before anything starts."""
+        settings = self.settings
+        try:
+            address_policy(settings)
+        except ValueError as exc:
+            return str(exc)
+        if settings.getbool("CRAWLER_HTTP2") and configured_proxies(settings):
+            return "CRAWLER_HTTP2 cannot go through a proxy (Scrapy's HTTP/2 handler has no proxy support): use one or the other"
         return None
 
     def _log_folder_problem(self) -> str | None:

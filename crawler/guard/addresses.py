@@ -177,12 +177,16 @@ def parse_networks(values: Iterable[str]) -> tuple[Network, ...]:
 
 @dataclass(slots=True)
 class AddressPolicy:
-    """The decision with its exceptions: networks the operator allows, and the seeds' hosts
-    (names, and addresses in any spelling), which are allowed whatever they resolve to."""
+    """The decision with its exceptions: networks the operator allows, the seeds' hosts
+    (names, and addresses in any spelling), which are allowed whatever they resolve to, and the
+    proxies' hosts, allowed only as what the crawler connects to (``check_connection``): a URL's
+    host that is the proxy's address is judged as any other."""
 
     allowed_networks: tuple[Network, ...] = ()
     seed_names: set[str] = field(default_factory=set)
     seed_addresses: set[Address] = field(default_factory=set)
+    proxy_names: set[str] = field(default_factory=set)
+    proxy_addresses: set[Address] = field(default_factory=set)
 
     def allow_seed(self, host: str) -> None:
         address = literal_address(host)
@@ -190,6 +194,13 @@ class AddressPolicy:
             self.seed_addresses.add(address)
         else:
             self.seed_names.add(_name(host))
+
+    def allow_proxy(self, host: str) -> None:
+        address = literal_address(host)
+        if address is not None:
+            self.proxy_addresses.add(address)
+        else:
+            self.proxy_names.add(_name(host))
 
     def check_host(self, host: str) -> Refusal | None:
         """The decision for a URL's host before any lookup: only literal addresses are refused
@@ -208,6 +219,13 @@ class AddressPolicy:
         if found is None or literal_address(host) is not None:
             return found
         return Refusal(found.category, f"{host} resolves to {resolved}; {found.reason}")
+
+    def check_connection(self, host: str, address: Address | str) -> Refusal | None:
+        """The decision for a connection to ``address``, which ``host`` resolved to: a proxy's
+        host is what the crawler connects to when it uses the proxy."""
+        if _name(host) in self.proxy_names or literal_address(host) in self.proxy_addresses:
+            return None
+        return self.check_resolved(host, address)
 
 
 def _name(host: str) -> str:

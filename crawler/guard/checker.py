@@ -36,6 +36,13 @@ class AddressGuard:
         self.allow_seed(request.url)
         return True
 
+    def name_refusal(self, request: Request, address: str) -> Refusal | None:
+        """Why the request's host name, which resolved to ``address``, must not be reached (the
+        check a proxy would otherwise skip, as it resolves names itself)."""
+        host = urlparse_cached(request).hostname or ""
+        refusal = self.policy.check_resolved(host, address)
+        return None if refusal is None or self.seeded(request) else refusal
+
     def refusal(self, request: Request) -> Refusal | None:
         """Why the request's host must not be reached, if it is a literal address refused."""
         host = urlparse_cached(request).hostname

@@ -9,6 +9,7 @@ hosts it allows are allowed here too.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Self
 
@@ -21,6 +22,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.error import DNSLookupError
 
 from crawler.guard.addresses import AddressPolicy, Refusal, parse_networks
+from crawler.guard.proxies import configured_proxies, proxy_host
 
 
 class GuardedResolver(CachingThreadedResolver):
@@ -39,8 +41,12 @@ class GuardedResolver(CachingThreadedResolver):
     def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> Deferred[str]:
         return super().getHostByName(name, timeout).addCallback(self._check, name)
 
+    def lookup(self, name: str) -> Deferred[str]:
+        """The address of ``name``, unchecked (cached as connections' lookups are)."""
+        return super().getHostByName(name)
+
     def _check(self, address: str, name: str) -> str:
-        refusal = self.policy.check_resolved(name, address)
+        refusal = self.policy.check_connection(name, address)
         if refusal is None:
             return address
         self.refusals[name] = refusal
@@ -49,8 +55,25 @@ class GuardedResolver(CachingThreadedResolver):
 
 
 def address_policy(settings: BaseSettings) -> AddressPolicy:
-    """The policy the settings give (``CRAWLER_ALLOWED_NETWORKS``), before any seed is allowed."""
-    return AddressPolicy(parse_networks(settings.getlist("CRAWLER_ALLOWED_NETWORKS")))
+    """The policy the settings give (``CRAWLER_ALLOWED_NETWORKS``, the proxies), before any seed
+    is allowed; raises ValueError for a network that is not one."""
+    policy = AddressPolicy(parse_networks(allowed_networks(settings)))
+    for url in configured_proxies(settings):
+        if host := proxy_host(url):
+            policy.allow_proxy(host)
+    return policy
+
+
+def allowed_networks(settings: BaseSettings) -> list[str]:
+    """``CRAWLER_ALLOWED_NETWORKS`` as a list, from a list, a comma-separated string or a JSON
+    list (``-s 'CRAWLER_ALLOWED_NETWORKS=["10.0.0.0/8"]'``, as dict settings are given)."""
+    value = settings.get("CRAWLER_ALLOWED_NETWORKS")
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"CRAWLER_ALLOWED_NETWORKS: not a JSON list: {exc}") from None
+    return settings.getlist("CRAWLER_ALLOWED_NETWORKS") if isinstance(value, str) else list(value or [])
 
 
 def installed_resolver() -> GuardedResolver | None:

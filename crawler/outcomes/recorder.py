@@ -21,7 +21,7 @@ from w3lib.encoding import read_bom
 from crawler.exceptions import BlockedByPolicy, RedirectFailed, ResponseFiltered, RobotsUnreachable
 from crawler.extraction import PageData, extract_page, parse_robots_directives
 from crawler.extraction.budget import DocumentWorkers
-from crawler.http.failures import describe, is_site_failure
+from crawler.http.failures import describe, is_site_failure, through_proxy
 from crawler.http.headers import header, header_values, http_date, media_type
 from crawler.identity import host_of, surt_key, url_hash
 from crawler.identity.resolve import LinkResolver
@@ -153,6 +153,8 @@ class OutcomeRecorder:
         else:
             item.error = describe(error) or f"{global_object_name(failure.type)}: {error}".rstrip(": ")
             item.site_failure = is_site_failure(error)
+            if item.site_failure:
+                item.error = through_proxy(item.error, request.meta)
         return item
 
     def filtered(self, request: Request, reason: str) -> PageItem:

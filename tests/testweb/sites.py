@@ -405,6 +405,18 @@ class SecretSite(Site):
         return text("internal secret") if path == "/secret.txt" else NOT_FOUND
 
 
+class PointingSite(Site):
+    """A plain site whose home page links to one of its pages and to an internal host by name:
+    ``http://localhost:{target_port}/secret.txt`` (option ``target_port``)."""
+
+    name = "pointing"
+
+    def page(self, path: str, base: str) -> Reply:
+        if path == "/":
+            return html("Pointing", ["/page", f"http://localhost:{self.options['target_port']}/secret.txt"])
+        return html("A page") if path == "/page" else NOT_FOUND
+
+
 class HostileWebSite(HostileSitemapSite):
     """A site that attacks the crawler: links, redirects, meta refreshes, robots.txt
     ``Sitemap:`` lines, sitemap entries and an external entity pointing at an internal host
@@ -581,6 +593,7 @@ SITES: dict[str, type[Site]] = {
         HeavySite,
         PacedSite,
         SecretSite,
+        PointingSite,
         HostileWebSite,
         BigRobotsSite,
         DeepSite,

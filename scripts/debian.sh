@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Make sure the Debian packages the tests run are installed, with one apt-get where some are
+# missing: nginx (a real server for re-crawls and HTTP/2), chromium (the dashboard's browser test;
+# Playwright drives it, its own browser downloads are never used), tinyproxy (a real HTTP proxy
+# with basic auth). Only the binaries are needed: the tests start each with their own
+# configuration on a loopback address and stop it by its PID.
+set -uo pipefail
+# program=package, where the package's binary may live outside PATH (sbin)
+wanted=(nginx=nginx chromium=chromium tinyproxy=tinyproxy)
+installed() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
+missing=()
+for pair in "${wanted[@]}"; do
+  installed "${pair%%=*}" || missing+=("${pair#*=}")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "Installing ${missing[*]} with apt-get" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+status=0
+for pair in "${wanted[@]}"; do
+  installed "${pair%%=*}" || { echo "MISSING: ${pair#*=} is not installed and could not be installed." >&2; status=3; }
+done
+exit $status
