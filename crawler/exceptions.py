@@ -31,3 +31,7 @@ class ResponseFiltered(IgnoreRequest):
 
 class RobotsUnreachable(IgnoreRequest):
     """The site gave no answer at all for its robots.txt: its pages are errors, not refusals."""
+
+
+class ProxyRefused(IgnoreRequest):
+    """The proxy refused the crawler's credentials (407); the message names the proxy."""

@@ -107,6 +107,8 @@ CRAWLER_ALLOWED_NETWORKS: list[str] = []
 # An HTTP proxy for every request (http://user:password@host:port); "" for none (the
 # http_proxy/https_proxy environment variables still apply, as in Scrapy).
 CRAWLER_PROXY = ""
+# Hosts (and the hosts under them) CRAWLER_PROXY does not apply to.
+CRAWLER_NO_PROXY: list[str] = []
 # Only http and https: no file://, s3://, ftp:// or data: reached through a link or redirect.
 # The HTTP/1.1 handler also tells the limiter when each request's bytes left: a domain's next
 # request counts from then, not from when the frontier or a middleware saw it.
@@ -134,6 +136,7 @@ CRAWLER_ROBOTS_RECORD_ALLOWED = False
 # https through Scrapy's HTTP/2 handler (only for servers that offer HTTP/2: it does not fall back).
 CRAWLER_HTTP2 = False
 ADDONS = {
+    "crawler.addons.json_lists.JsonLists": -10,  # first: the others read lists as lists
     "crawler.addons.http2.Http2": 0,
     "crawler.addons.remote_control.RemoteControlWhenEnabled": 0,
     "crawler.addons.shared_crawl.SharedCrawl": 0,

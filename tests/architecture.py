@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("foundations", frozenset({"compat", "signals", "exceptions", "items", "exitcodes", "logformatter"})),
+    (
+        "foundations",
+        frozenset({"compat", "signals", "exceptions", "items", "exitcodes", "logformatter", "setting_lists"}),
+    ),
     ("readers of the web", frozenset({"identity", "http", "extraction", "sitemaps"})),
     ("edges", frozenset({"redis", "storage"})),
     ("concepts", frozenset({"politeness", "robots", "seen", "scope", "guard", "recrawl", "outcomes", "control"})),

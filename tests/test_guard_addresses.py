@@ -13,7 +13,8 @@ from scrapy.settings import Settings
 
 from crawler.guard import AddressPolicy, literal_address, parse_networks, refusal
 from crawler.guard.addresses import embedded_ipv4
-from crawler.guard.resolver import address_policy, allowed_networks
+from crawler.guard.proxies import bypasses_proxy
+from crawler.guard.resolver import address_policy
 
 LOOPBACK_21 = IPv4Address("127.0.0.21")
 
@@ -195,25 +196,13 @@ def test_a_proxy_is_allowed_as_what_the_crawler_connects_to_not_as_a_url_host() 
     assert policy.check_connection("localhost", "127.0.0.1") is not None
 
 
-@pytest.mark.parametrize(
-    ("value", "networks"),
-    [
-        ("10.0.0.0/8,127.0.0.1/32", ["10.0.0.0/8", "127.0.0.1/32"]),
-        ('["10.0.0.0/8", "127.0.0.1/32"]', ["10.0.0.0/8", "127.0.0.1/32"]),
-        (["fd00::/8"], ["fd00::/8"]),
-        ("", []),
-    ],
-)
-def test_allowed_networks_are_read_from_a_list_a_comma_separated_string_or_json(
-    value: object, networks: list[str]
-) -> None:
-    assert allowed_networks(Settings({"CRAWLER_ALLOWED_NETWORKS": value})) == networks
-
-
 def test_the_proxies_of_the_setting_and_the_environment_are_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("https_proxy", "http://10.0.0.7:3128")
-    policy = address_policy(Settings({"CRAWLER_PROXY": "http://user:secret@127.0.0.9:8888"}))
+    policy = address_policy(
+        Settings({"CRAWLER_PROXY": "http://user:secret@127.0.0.9:8888", "CRAWLER_ALLOWED_NETWORKS": '["10.9.0.0/16"]'})
+    )
     assert policy.proxy_addresses == {ip_address("127.0.0.9"), ip_address("10.0.0.7")}
+    assert policy.allowed_networks == (ip_network("10.9.0.0/16"),)
 
 
 def test_names_are_decided_on_what_they_resolve_to() -> None:
@@ -249,3 +238,20 @@ def test_refusal_agrees_with_ipaddress_on_plain_addresses(address: IPv4Address |
 
 def test_networks_of_both_versions_do_not_mix() -> None:
     assert refusal(ip_address("::1"), (ip_network("127.0.0.0/8"),)) is not None
+
+
+@pytest.mark.parametrize(
+    ("host", "no_proxy", "direct"),
+    [
+        ("www.example.com", ["example.com"], True),
+        ("www.example.com", [".example.com"], True),
+        ("example.com", [".example.com"], True),
+        ("badexample.com", ["example.com"], False),
+        ("Example.COM.", ["example.com"], True),
+        ("example.org", ["example.com", "*"], True),
+        ("example.org", [], False),
+        ("127.0.0.5", ["127.0.0.5"], True),
+    ],
+)
+def test_hosts_of_the_no_proxy_list_and_under_them_go_direct(host: str, no_proxy: list[str], direct: bool) -> None:
+    assert bypasses_proxy(host, no_proxy) is direct

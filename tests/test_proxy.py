@@ -33,8 +33,8 @@ def site(target: TestWeb) -> Iterator[TestWeb]:
         yield web
 
 
-def _crawl(database: Database, seed: str, proxy: str, given_as: str) -> subprocess.CompletedProcess[str]:
-    settings = {"CRAWLER_PROXY": proxy} if given_as == "setting" else {}
+def _crawl(database: Database, seed: str, proxy: str, given_as: str, **more: str) -> subprocess.CompletedProcess[str]:
+    settings = {"CRAWLER_PROXY": proxy, **more} if given_as == "setting" else more
     environment = {**crawl_environment(), **({"http_proxy": proxy} if given_as == "environment" else {})}
     command = crawl_command("links", database, url=seed, scope="any", settings=settings)
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=environment)
@@ -60,6 +60,35 @@ def test_the_site_is_crawled_through_the_proxy_and_the_guard_still_holds(
     assert secret["status"] == "blocked_by_policy"
     assert secret["error"] == "address refused: localhost resolves to 127.0.0.1; 127.0.0.1 is a loopback address"
     assert target.log() == []
+
+
+def test_credentials_refused_by_the_proxy_end_the_job_at_once_with_one_line(site: TestWeb, tmp_path: Path) -> None:
+    database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
+    with TinyProxy(tmp_path / "proxy", "crawler", "s3cret") as proxy:
+        # No credentials: 407, as every proxy answers. (tinyproxy answers a wrong password with
+        # 401 and its own WWW-Authenticate, which a crawler cannot tell from a site's 401.)
+        without = proxy.url.replace("crawler:s3cret@", "")
+        result = _crawl(database, site.url("pointing"), without, "setting")
+        asked = proxy.requested()
+    assert result.returncode == exitcodes.JOB_FAILED, result.stderr[-5000:]
+    errors = [line.split("] ERROR: ", 1)[1] for line in result.stderr.splitlines() if "] ERROR: " in line]
+    assert errors == [
+        f"Closing the job (failed_proxy_refused): the proxy http://127.0.0.1:{proxy.port} refused the crawler's "
+        "credentials (HTTP 407): check the user name and password of CRAWLER_PROXY or http_proxy"
+    ]
+    assert asked == [f"{site.base('pointing')}/robots.txt"]  # the first answer ends it
+    assert database.query("SELECT status, finish_reason FROM crawl_jobs") == [("failed", "failed_proxy_refused")]
+
+
+def test_hosts_of_the_no_proxy_list_go_direct(site: TestWeb, tmp_path: Path) -> None:
+    site.clear()
+    database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
+    with TinyProxy(tmp_path / "proxy", "crawler", "s3cret") as proxy:
+        host = site.base("pointing").split("//")[1].split(":")[0]
+        result = _crawl(database, site.url("pointing"), proxy.url, "setting", CRAWLER_NO_PROXY=f'["{host}"]')
+        assert result.returncode == exitcodes.FINISHED, result.stderr[-5000:]
+        assert proxy.requested() == []
+    assert len(site.log()) == 3
 
 
 def test_a_proxy_that_refuses_connections_is_named_in_the_rows(site: TestWeb, tmp_path: Path) -> None:

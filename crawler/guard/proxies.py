@@ -22,6 +22,30 @@ def configured_proxies(settings: BaseSettings) -> list[str]:
     return list(dict.fromkeys(url for url in found if url))
 
 
+def bypasses_proxy(host: str, no_proxy: list[str]) -> bool:
+    """Whether ``host`` goes direct: it is an entry of ``no_proxy`` or under one (``example.com``
+    and ``.example.com`` both cover ``www.example.com``), or the entry is ``*``."""
+    host = host.lower().rstrip(".")
+    for entry in no_proxy:
+        entry = entry.strip().lower().rstrip(".")
+        if entry == "*" or (entry and (host == entry.lstrip(".") or host.endswith("." + entry.lstrip(".")))):
+            return True
+    return False
+
+
 def proxy_host(url: str) -> str | None:
     """The host of a proxy URL (``host:port`` alone is taken as an http proxy, as urllib does)."""
     return urlsplit(url if "://" in url else f"http://{url}").hostname
+
+
+def through_proxy(reason: str, meta: dict) -> str:
+    """``reason`` naming the proxy the request went through, if any (a refused or silent proxy
+    is not the site's fault), without the proxy's credentials."""
+    proxy = meta.get("proxy")
+    return f"{reason} (through the proxy {shown_proxy(proxy)})" if proxy else reason
+
+
+def shown_proxy(url: str) -> str:
+    """A proxy URL fit for a row or a log line: without its credentials."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"

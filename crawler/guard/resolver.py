@@ -9,7 +9,6 @@ hosts it allows are allowed here too.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, Self
 
@@ -23,6 +22,7 @@ from twisted.internet.error import DNSLookupError
 
 from crawler.guard.addresses import AddressPolicy, Refusal, parse_networks
 from crawler.guard.proxies import configured_proxies, proxy_host
+from crawler.setting_lists import list_setting
 
 
 class GuardedResolver(CachingThreadedResolver):
@@ -57,23 +57,11 @@ class GuardedResolver(CachingThreadedResolver):
 def address_policy(settings: BaseSettings) -> AddressPolicy:
     """The policy the settings give (``CRAWLER_ALLOWED_NETWORKS``, the proxies), before any seed
     is allowed; raises ValueError for a network that is not one."""
-    policy = AddressPolicy(parse_networks(allowed_networks(settings)))
+    policy = AddressPolicy(parse_networks(list_setting(settings, "CRAWLER_ALLOWED_NETWORKS")))
     for url in configured_proxies(settings):
         if host := proxy_host(url):
             policy.allow_proxy(host)
     return policy
-
-
-def allowed_networks(settings: BaseSettings) -> list[str]:
-    """``CRAWLER_ALLOWED_NETWORKS`` as a list, from a list, a comma-separated string or a JSON
-    list (``-s 'CRAWLER_ALLOWED_NETWORKS=["10.0.0.0/8"]'``, as dict settings are given)."""
-    value = settings.get("CRAWLER_ALLOWED_NETWORKS")
-    if isinstance(value, str) and value.lstrip().startswith("["):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise ValueError(f"CRAWLER_ALLOWED_NETWORKS: not a JSON list: {exc}") from None
-    return settings.getlist("CRAWLER_ALLOWED_NETWORKS") if isinstance(value, str) else list(value or [])
 
 
 def installed_resolver() -> GuardedResolver | None:

@@ -5,8 +5,6 @@ past their limits), which no retry can change; and how to say it in a row."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
-from urllib.parse import urlsplit
 
 from OpenSSL.SSL import Error as TLSError
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
@@ -45,16 +43,6 @@ def is_site_failure(exception: BaseException) -> bool:
     failure threshold counts. A request dropped on purpose (``IgnoreRequest``) or a download
     cancelled past the size limit is not."""
     return not isinstance(exception, (IgnoreRequest, DownloadCancelledError))
-
-
-def through_proxy(reason: str, meta: dict[str, Any]) -> str:
-    """``reason`` naming the proxy the request went through, if any (a refused or silent proxy
-    is not the site's fault), without the proxy's credentials."""
-    proxy = meta.get("proxy")
-    if not proxy:
-        return reason
-    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-    return f"{reason} (through the proxy {parts.scheme}://{parts.netloc.rpartition('@')[2]})"
 
 
 def describe(exception: BaseException) -> str | None:

@@ -21,7 +21,8 @@ from w3lib.encoding import read_bom
 from crawler.exceptions import BlockedByPolicy, RedirectFailed, ResponseFiltered, RobotsUnreachable
 from crawler.extraction import PageData, extract_page, parse_robots_directives
 from crawler.extraction.budget import DocumentWorkers
-from crawler.http.failures import describe, is_site_failure, through_proxy
+from crawler.guard.proxies import through_proxy
+from crawler.http.failures import describe, is_site_failure
 from crawler.http.headers import header, header_values, http_date, media_type
 from crawler.identity import host_of, surt_key, url_hash
 from crawler.identity.resolve import LinkResolver

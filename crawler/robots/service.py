@@ -27,8 +27,8 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from crawler.compat import schedule_engine
-from crawler.exceptions import BlockedByPolicy, RedirectRefused, RobotsUnreachable
-from crawler.http.failures import through_proxy
+from crawler.exceptions import BlockedByPolicy, ProxyRefused, RedirectRefused, RobotsUnreachable
+from crawler.guard.proxies import through_proxy
 from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.slots import DOMAIN, HOLDER, RESERVATION, domain_key, robots_holder
 from crawler.robots.cache_local import RobotsCache, RobotsEntry
@@ -160,7 +160,7 @@ class RobotsService:
             entry = self._store(domain, rules, None, b"")
         except Exception as exc:  # any failure to get an answer is "unreachable"
             self.stats.inc_value(f"robotstxt/exception_count/{global_object_name(type(exc))}")
-            cause = through_proxy(no_answer(exc), request.meta)
+            cause = no_answer(exc) if isinstance(exc, ProxyRefused) else through_proxy(no_answer(exc), request.meta)
             entry = self._store(domain, unreachable(self.user_agent, cause, fail_open=self.fail_open), None, b"")
         else:
             self.stats.inc_value(f"robotstxt/response_status_count/{response.status}")

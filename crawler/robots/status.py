@@ -17,7 +17,7 @@ def no_answer(exc: BaseException) -> str:
     elif isinstance(exc, DownloadTimeoutError):
         cause = "timed out"
     else:
-        cause = describe(exc) or type(exc).__name__
+        cause = describe(exc) or str(exc) or type(exc).__name__
     return f"{cause} while fetching robots.txt"
 
 
