@@ -4,6 +4,7 @@ rates, alerts, frontier and domains."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -42,9 +43,7 @@ class Overview:
     @property
     def success_rate(self) -> float | None:
         """2xx and 3xx among the responses of the last five minutes."""
-        recent = self.per_minute[-figures.ERROR_RATE_MINUTES :]
-        responses = sum(p.responses for p in recent)
-        return None if not responses else 1 - sum(p.errors for p in recent) / responses
+        return figures.success_rate(self.per_minute)
 
 
 async def gather(found: ApiContext) -> Overview:
@@ -57,6 +56,19 @@ async def gather(found: ApiContext) -> Overview:
         crawl_paused(found.db),
     )
     timeout = found.config.heartbeat_timeout
+    stale = mark_liveness(processes, now, timeout)
+    per_minute = figures.series(samples, now - (WINDOW_MINUTES - 1) * MINUTE, now, MINUTE, stopped(processes))
+    # Every process ever recorded counts, finished ones with their final figures: the totals
+    # only grow, as Prometheus expects of a counter.
+    totals = figures.totals(w["stats"] for w in processes)
+    return Overview(
+        now, processes, totals, per_minute, figures.alerts(per_minute, stale, timeout), frontier, domains, paused
+    )
+
+
+def mark_liveness(processes: list[dict[str, Any]], now: float, timeout: float) -> list[str]:
+    """Complete ``workers`` rows: their stats' numbers, heartbeat age, whether ``live``; the
+    ids of those that stopped sending heartbeats without finishing."""
     stale = []
     for worker in processes:
         worker["stats"] = figures.numeric(worker["stats"])
@@ -65,13 +77,12 @@ async def gather(found: ApiContext) -> Overview:
         worker["live"] = figures.is_live(worker["state"], heartbeat, now, timeout)
         if worker["state"] in figures.LIVE_STATES and not worker["live"]:
             stale.append(worker["worker_id"])
-    per_minute = figures.series(samples, now - (WINDOW_MINUTES - 1) * MINUTE, now, MINUTE)
-    # Every process ever recorded counts, finished ones with their final figures: the totals
-    # only grow, as Prometheus expects of a counter.
-    totals = figures.totals(w["stats"] for w in processes)
-    return Overview(
-        now, processes, totals, per_minute, figures.alerts(per_minute, stale, timeout), frontier, domains, paused
-    )
+    return stale
+
+
+def stopped(processes: Iterable[dict[str, Any]]) -> set[str]:
+    """The processes that send no more samples: finished, or silent (``mark_liveness`` first)."""
+    return {w["worker_id"] for w in processes if not w["live"]}
 
 
 async def recent_samples(found: ApiContext, since: datetime) -> list[figures.Sample]:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from aiohttp import web
 
 from crawler.api import figures, params
 from crawler.api.context import context
-from crawler.api.overview import gather, point_json, recent_samples
+from crawler.api.overview import gather, mark_liveness, point_json, recent_samples, stopped
 from crawler.api.routing import Param, Route
+from crawler.storage.observations import workers
 from crawler.storage.values import utc_now
 
 MAX_POINTS = 1000
@@ -47,10 +49,20 @@ async def timeseries(request: web.Request) -> web.Response:
     step = params.integer(request, "step", 10, 5, 3600)
     if minutes * 60 // step > MAX_POINTS:
         raise params.bad_request(f"at most {MAX_POINTS} points: a larger step, or fewer minutes")
+    found = context(request)
     moment = utc_now()
-    samples = await recent_samples(context(request), moment - timedelta(minutes=minutes, seconds=step))
-    points = figures.series(samples, moment.timestamp() - minutes * 60, moment.timestamp(), step)
-    return web.json_response({"step": step, "points": [point_json(p) for p in points]})
+    processes, samples = await asyncio.gather(
+        workers(found.db), recent_samples(found, moment - timedelta(minutes=minutes, seconds=step))
+    )
+    mark_liveness(processes, moment.timestamp(), found.config.heartbeat_timeout)
+    chart = figures.chart(samples, moment.timestamp(), minutes * 60, step, stopped(processes))
+    return web.json_response(
+        {
+            "step": step,
+            "points": [point_json(p) for p in chart.points],
+            "scale": {"pages_per_second": chart.pages_per_second_scale, "responses": chart.responses_scale},
+        }
+    )
 
 
 ROUTES = (
@@ -66,7 +78,8 @@ ROUTES = (
         "/api/stats/timeseries",
         timeseries,
         "user",
-        "Pages per second, status mix and frontier size over time",
+        "Pages per second, status mix and frontier size over time, in intervals aligned on the step, "
+        "with the charts' scales",
         (
             Param("minutes", {"type": "integer", "minimum": 1, "maximum": 1440, "default": 15}, "how far back"),
             Param("step", {"type": "integer", "minimum": 5, "maximum": 3600, "default": 10}, "seconds per point"),
