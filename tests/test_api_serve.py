@@ -80,14 +80,22 @@ def test_health_and_stats_are_public_with_the_seed_alerts(served: Served) -> Non
     assert {a["name"] for a in stats["alerts"]} == {"high_error_rate", "frontier_backlog", "worker_crash"}
     assert "w-silent" in next(a["message"] for a in stats["alerts"] if a["name"] == "worker_crash")
     assert stats["domains"]["blocked"] == 1
+    crawl = stats["crawl"]
+    assert (crawl["id"], crawl["running"], crawl["workers"], crawl["live_workers"]) == ("crawl-a", True, 2, 1)
+    assert crawl["pages_fetched"] == 12 * 36 + 12 * 6
+    assert crawl["pages_per_second"] == pytest.approx(12 / 10, rel=0.01)
+    assert [c["id"] for c in stats["crawls"]] == ["crawl-a"] and stats["finished_workers"] == 0
+    assert anonymous.get("/api/stats?crawl=nope").status == 404
 
 
-def test_the_chart_has_intervals_aligned_on_its_step_and_a_nice_scale(served: Served) -> None:
+@pytest.mark.parametrize("crawl", ["", "&crawl=crawl-a"])
+def test_the_chart_has_intervals_aligned_on_its_step_and_a_nice_scale(served: Served, crawl: str) -> None:
     viewer = served.client().login("viewer")
-    chart = viewer.get("/api/stats/timeseries?minutes=10&step=20").json()
+    chart = viewer.get(f"/api/stats/timeseries?minutes=10&step=20{crawl}").json()
     # both processes at 1.2 pages/s (48 responses in 20 s) in the minute they ran together
     assert chart["scale"] == {"pages_per_second": 5.0, "responses": 50.0}
     assert len(chart["points"]) == 30 and all(p["at"] % 20 == 0 for p in chart["points"])
+    assert viewer.get("/api/stats/timeseries?crawl=nope").status == 404
 
 
 def test_everything_else_needs_a_session(served: Served) -> None:
