@@ -233,7 +233,10 @@ def test_controls_are_written_for_the_crawl_processes(served: Served) -> None:
 
 def test_jobs_are_listed_and_a_running_one_cancelled(served: Served) -> None:
     viewer, admin = served.client().login("viewer"), served.client().login("admin")
-    assert {job["id"] for job in viewer.get("/api/jobs").json()["jobs"]} >= {"job-running", "job-done"}
+    listed = {job["id"]: job for job in viewer.get("/api/jobs").json()["jobs"]}
+    # the running job's counts are its two processes' latest heartbeats; the finished one's, its row's
+    assert (listed["job-running"]["pages_fetched"], listed["job-running"]["pages_failed"]) == (8 * 42, 42)
+    assert (listed["job-done"]["pages_fetched"], listed["job-done"]["pages_failed"]) == (0, 0)
     assert viewer.post("/api/jobs/job-running/cancel").status == 403
     assert admin.post("/api/jobs/job-done/cancel").status == 409
     assert admin.post("/api/jobs/nope/cancel").status == 404
