@@ -121,6 +121,7 @@ def test_login_sets_a_strict_httponly_cookie_and_logout_ends_the_session(served:
     client = served.client()
     assert client.post("/api/auth/login", {"username": "viewer", "password": "wrong"}).status == 401
     assert client.post("/api/auth/login", {"username": "nobody", "password": "wrong"}).status == 401
+    assert client.get("/api/auth/me").json() == {"username": None, "role": "anonymous"}
     reply = client.post("/api/auth/login", form={"username": "viewer", "password": "viewer-password"})
     assert reply.status == 200 and reply.json() == {"username": "viewer", "role": "user"}
     cookie = reply.headers["set-cookie"]
