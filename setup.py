@@ -12,7 +12,10 @@ setup(
     packages=find_packages(include=["crawler", "crawler.*"]),
     # Files read through importlib.resources (also from a zipped egg): the frontier's script,
     # the dashboard's pages.
-    package_data={"crawler": ["**/*.lua"], "crawler.api": ["static/*.html", "static/*.js", "static/*.css"]},
+    package_data={
+        "crawler": ["**/*.lua"],
+        "crawler.api": ["static/*.html", "static/*.js", "static/*.css", "static/*.svg"],
+    },
     entry_points={"scrapy": ["settings = crawler.settings"]},
     python_requires=">=3.11",
 )

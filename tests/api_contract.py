@@ -127,10 +127,12 @@ def populate_as_a_crawl(database: Database, now: datetime) -> None:
 
 
 def sample_stats(n: int) -> dict[str, int]:
-    """A process's counters at its n-th heartbeat: 12 responses a beat (3 of them 429s), the
-    queue growing by 20 a beat."""
+    """A process's counters at its n-th heartbeat: 12 responses a beat (3 of them 429s; 8 rows
+    fetched, 1 an error), the queue growing by 20 a beat."""
     return {
         "response_received_count": 12 * n,
+        "pages/status/fetched": 8 * n,
+        "pages/status/error": n,
         "downloader/response_status_count/200": 9 * n,
         "downloader/response_status_count/429": 3 * n,
         "retry/count": 3 * n,

@@ -1,6 +1,7 @@
 """The dashboard in headless Chromium (Debian's package, driven by Playwright): the login form
-as a user and as an admin, the domain table, admin controls for admins only, pausing a domain.
-A screenshot of the admin's dashboard is saved in the test's folder and in tests/output/."""
+as a user and as an admin, the domain table, admin controls for admins only, pausing a domain,
+and no error in the page. A screenshot of the admin's dashboard is saved in the test's folder
+and in tests/output/."""
 
 from __future__ import annotations
 
@@ -10,16 +11,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from tests.api_contract import FAST_HOST, THROTTLED_HOST, populate_as_a_crawl
-from tests.api_server import PASSWORDS, ServeProcess, create_users, migrate
+from tests.api_server import ServeProcess, create_users, migrate
+from tests.browser import OUTPUT, PageErrors, chromium, log_in
 from tests.conftest import _fresh_database
-from tests.helpers import ROOT, Database
+from tests.helpers import Database
 
 pytestmark = pytest.mark.integration
-
-OUTPUT = ROOT / "tests" / "output"
 
 
 @pytest.fixture(scope="module")
@@ -38,28 +38,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProc
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    executable = shutil.which("chromium")
-    assert executable, "Debian's chromium is not installed (scripts/debian.sh installs it)"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
-def _log_in(browser: Browser, server: ServeProcess, username: str) -> Page:
-    page = browser.new_page(viewport={"width": 1400, "height": 1300})
-    page.goto(server.url + "/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", PASSWORDS[username])
-    page.click("#login-form button[type=submit]")
-    expect(page.locator("#who")).to_contain_text(username, timeout=10_000)
+def _log_in(browser: Browser, server: ServeProcess, username: str) -> tuple[Page, PageErrors]:
+    page, errors = log_in(browser, server, username)
     for host in (FAST_HOST, THROTTLED_HOST):
         expect(page.locator(f'#domains tr[data-domain="{host}"]')).to_be_visible(timeout=10_000)
-    return page
+    return page, errors
 
 
 def test_a_user_sees_the_domains_and_no_admin_controls(server: tuple[ServeProcess, Database], browser: Browser) -> None:
-    page = _log_in(browser, server[0], "viewer")
+    page, errors = _log_in(browser, server[0], "viewer")
     expect(page.locator("#admin")).to_be_hidden()
     expect(page.locator("#domains button.pause")).to_have_count(0)
     expect(page.locator("#rate")).not_to_have_text("–")
@@ -70,6 +61,7 @@ def test_a_user_sees_the_domains_and_no_admin_controls(server: tuple[ServeProces
     throttled.locator("a.domain").click()
     expect(page.locator("#detail-robots")).to_contain_text("Disallow: /private")
     expect(page.locator("#detail-errors tr").first).to_contain_text("HTTP 500")
+    assert errors.found == []
     page.close()
 
 
@@ -77,7 +69,7 @@ def test_an_admin_sees_the_controls_and_pauses_a_domain(
     server: tuple[ServeProcess, Database], browser: Browser, tmp_path: Path
 ) -> None:
     served, database = server
-    page = _log_in(browser, served, "admin")
+    page, errors = _log_in(browser, served, "admin")
     expect(page.locator("#admin")).to_be_visible()
     expect(page.locator("#alerts")).to_contain_text("worker_crash: worker w-silent")
     row = page.locator(f'#domains tr[data-domain="{FAST_HOST}"]')
@@ -95,4 +87,5 @@ def test_an_admin_sees_the_controls_and_pauses_a_domain(
     OUTPUT.mkdir(exist_ok=True)
     shutil.copy(shot, OUTPUT / shot.name)
     print(f"screenshot: {shot} and {OUTPUT / shot.name}")
+    assert errors.found == []
     page.close()

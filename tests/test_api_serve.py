@@ -75,11 +75,27 @@ def test_health_and_stats_are_public_with_the_seed_alerts(served: Served) -> Non
     stats = anonymous.get("/api/stats").json()
     assert stats["totals"]["pages_fetched"] == 12 * 36 + 12 * 6  # both processes' last heartbeats
     assert stats["active_workers"] == 1
-    assert stats["pages_per_second"] == pytest.approx(12 * 6 / 60, rel=0.2)
+    assert stats["pages_per_second"] == pytest.approx(12 / 10, rel=0.01)  # the silent one fetched nothing since
     assert stats["success_rate"] == pytest.approx(0.75, abs=0.01)
     assert {a["name"] for a in stats["alerts"]} == {"high_error_rate", "frontier_backlog", "worker_crash"}
     assert "w-silent" in next(a["message"] for a in stats["alerts"] if a["name"] == "worker_crash")
     assert stats["domains"]["blocked"] == 1
+    crawl = stats["crawl"]
+    assert (crawl["id"], crawl["running"], crawl["workers"], crawl["live_workers"]) == ("crawl-a", True, 2, 1)
+    assert crawl["pages_fetched"] == 12 * 36 + 12 * 6
+    assert crawl["pages_per_second"] == pytest.approx(12 / 10, rel=0.01)
+    assert [c["id"] for c in stats["crawls"]] == ["crawl-a"] and stats["finished_workers"] == 0
+    assert anonymous.get("/api/stats?crawl=nope").status == 404
+
+
+@pytest.mark.parametrize("crawl", ["", "&crawl=crawl-a"])
+def test_the_chart_has_intervals_aligned_on_its_step_and_a_nice_scale(served: Served, crawl: str) -> None:
+    viewer = served.client().login("viewer")
+    chart = viewer.get(f"/api/stats/timeseries?minutes=10&step=20{crawl}").json()
+    # both processes at 1.2 pages/s (48 responses in 20 s) in the minute they ran together
+    assert chart["scale"] == {"pages_per_second": 5.0, "responses": 50.0}
+    assert len(chart["points"]) == 30 and all(p["at"] % 20 == 0 for p in chart["points"])
+    assert viewer.get("/api/stats/timeseries?crawl=nope").status == 404
 
 
 def test_everything_else_needs_a_session(served: Served) -> None:
@@ -105,6 +121,7 @@ def test_login_sets_a_strict_httponly_cookie_and_logout_ends_the_session(served:
     client = served.client()
     assert client.post("/api/auth/login", {"username": "viewer", "password": "wrong"}).status == 401
     assert client.post("/api/auth/login", {"username": "nobody", "password": "wrong"}).status == 401
+    assert client.get("/api/auth/me").json() == {"username": None, "role": "anonymous"}
     reply = client.post("/api/auth/login", form={"username": "viewer", "password": "viewer-password"})
     assert reply.status == 200 and reply.json() == {"username": "viewer", "role": "user"}
     cookie = reply.headers["set-cookie"]
@@ -217,7 +234,10 @@ def test_controls_are_written_for_the_crawl_processes(served: Served) -> None:
 
 def test_jobs_are_listed_and_a_running_one_cancelled(served: Served) -> None:
     viewer, admin = served.client().login("viewer"), served.client().login("admin")
-    assert {job["id"] for job in viewer.get("/api/jobs").json()["jobs"]} >= {"job-running", "job-done"}
+    listed = {job["id"]: job for job in viewer.get("/api/jobs").json()["jobs"]}
+    # the running job's counts are its two processes' latest heartbeats; the finished one's, its row's
+    assert (listed["job-running"]["pages_fetched"], listed["job-running"]["pages_failed"]) == (8 * 42, 42)
+    assert (listed["job-done"]["pages_fetched"], listed["job-done"]["pages_failed"]) == (0, 0)
     assert viewer.post("/api/jobs/job-running/cancel").status == 403
     assert admin.post("/api/jobs/job-done/cancel").status == 409
     assert admin.post("/api/jobs/nope/cancel").status == 404

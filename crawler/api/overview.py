@@ -4,12 +4,14 @@ rates, alerts, frontier and domains."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from crawler.api import figures
+from crawler.api import figures, params
 from crawler.api.context import ApiContext
+from crawler.api.runs import CrawlRun, chosen_run, latest_runs
 from crawler.storage.controls import crawl_paused
 from crawler.storage.domains import domain_totals
 from crawler.storage.inbox import inbox_summary
@@ -30,6 +32,11 @@ class Overview:
     frontier: dict[str, Any]
     domains: dict[str, int]
     paused: bool
+    runs: list[CrawlRun]
+    """The latest run of each crawl, the most recently started first."""
+    run: CrawlRun | None
+    """The run shown: the one asked for, else the crawl running."""
+    run_per_minute: list[figures.Point]
 
     @property
     def live_workers(self) -> list[dict[str, Any]]:
@@ -42,12 +49,12 @@ class Overview:
     @property
     def success_rate(self) -> float | None:
         """2xx and 3xx among the responses of the last five minutes."""
-        recent = self.per_minute[-figures.ERROR_RATE_MINUTES :]
-        responses = sum(p.responses for p in recent)
-        return None if not responses else 1 - sum(p.errors for p in recent) / responses
+        return figures.success_rate(self.per_minute)
 
 
-async def gather(found: ApiContext) -> Overview:
+async def gather(found: ApiContext, crawl: str | None = None) -> Overview:
+    """The figures of every process, and those of the run of ``crawl`` (else of the crawl
+    running); an unknown ``crawl`` is a 404."""
     moment = utc_now()
     now = moment.timestamp()
     processes, samples, (domains, frontier), paused = await asyncio.gather(
@@ -57,6 +64,36 @@ async def gather(found: ApiContext) -> Overview:
         crawl_paused(found.db),
     )
     timeout = found.config.heartbeat_timeout
+    stale = mark_liveness(processes, now, timeout)
+    per_minute = _minutes(samples, now, stopped(processes))
+    runs = latest_runs(processes)
+    run = run_or_404(runs, crawl)
+    run_per_minute = [] if run is None else _minutes(run_samples(samples, run), now, stopped(run.workers))
+    # Every process ever recorded counts, finished ones with their final figures: the totals
+    # only grow, as Prometheus expects of a counter.
+    totals = figures.totals(w["stats"] for w in processes)
+    return Overview(
+        now,
+        processes,
+        totals,
+        per_minute,
+        figures.alerts(per_minute, stale, timeout),
+        frontier,
+        domains,
+        paused,
+        runs,
+        run,
+        run_per_minute,
+    )
+
+
+def _minutes(samples: list[figures.Sample], now: float, stopped: set[str]) -> list[figures.Point]:
+    return figures.series(samples, now - (WINDOW_MINUTES - 1) * MINUTE, now, MINUTE, stopped)
+
+
+def mark_liveness(processes: list[dict[str, Any]], now: float, timeout: float) -> list[str]:
+    """Complete ``workers`` rows: their stats' numbers, heartbeat age, whether ``live``; the
+    ids of those that stopped sending heartbeats without finishing."""
     stale = []
     for worker in processes:
         worker["stats"] = figures.numeric(worker["stats"])
@@ -65,13 +102,25 @@ async def gather(found: ApiContext) -> Overview:
         worker["live"] = figures.is_live(worker["state"], heartbeat, now, timeout)
         if worker["state"] in figures.LIVE_STATES and not worker["live"]:
             stale.append(worker["worker_id"])
-    per_minute = figures.series(samples, now - (WINDOW_MINUTES - 1) * MINUTE, now, MINUTE)
-    # Every process ever recorded counts, finished ones with their final figures: the totals
-    # only grow, as Prometheus expects of a counter.
-    totals = figures.totals(w["stats"] for w in processes)
-    return Overview(
-        now, processes, totals, per_minute, figures.alerts(per_minute, stale, timeout), frontier, domains, paused
-    )
+    return stale
+
+
+def stopped(processes: Iterable[dict[str, Any]]) -> set[str]:
+    """The processes that send no more samples: finished, or silent (``mark_liveness`` first)."""
+    return {w["worker_id"] for w in processes if not w["live"]}
+
+
+def run_or_404(runs: list[CrawlRun], crawl: str | None) -> CrawlRun | None:
+    """``chosen_run``, with a 404 for a crawl asked for and not found."""
+    run = chosen_run(runs, crawl)
+    if crawl is not None and run is None:
+        raise params.not_found(f"no crawl {crawl!r}")
+    return run
+
+
+def run_samples(samples: list[figures.Sample], run: CrawlRun) -> list[figures.Sample]:
+    members = {w["worker_id"] for w in run.workers}
+    return [s for s in samples if s.worker_id in members]
 
 
 async def recent_samples(found: ApiContext, since: datetime) -> list[figures.Sample]:

@@ -29,15 +29,20 @@ from crawler.services import CrawlServices
 from crawler.signals import rows_committed
 from crawler.storage import StorageRefused, StorageUnavailable
 from crawler.storage.backend import Batch
-from crawler.storage.jobs import JobRecord, finish_job, start_job
+from crawler.storage.jobs import (
+    FAILED_STATUSES,
+    FETCHED_STATUSES,
+    PAGE_STATUS_STAT,
+    JobRecord,
+    finish_job,
+    start_job,
+)
 from crawler.storage.rows import json_safe, page_row, sitemap_entry_row
 from crawler.storage.schema import PAGE_COLUMNS
 
 logger = logging.getLogger(__name__)
 
 _URL = PAGE_COLUMNS.index("url")
-_FAILED_STATUSES = frozenset({"error"})
-_FETCHED_STATUSES = frozenset({"fetched", "noindex"})
 
 
 class StoragePipeline:
@@ -261,13 +266,13 @@ class StoragePipeline:
         task.add_done_callback(_log_failure)
 
     def _count(self, item: PageItem) -> None:
-        if item.status in _FETCHED_STATUSES:
+        if item.status in FETCHED_STATUSES:
             self.counters["pages_fetched"] += 1
-        elif item.status in _FAILED_STATUSES:
+        elif item.status in FAILED_STATUSES:
             self.counters["pages_failed"] += 1
         elif item.status == "unchanged":
             self.counters["pages_unchanged"] += 1
-        self.stats.inc_value(f"pages/status/{item.status}")
+        self.stats.inc_value(f"{PAGE_STATUS_STAT}{item.status}")
 
     def _spill(self, exc: Exception) -> None:
         self.outbox.drain_into(self.pending)

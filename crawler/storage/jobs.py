@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from crawler.storage.backend import StorageBackend
+
+FETCHED_STATUSES = frozenset({"fetched", "noindex"})
+"""Rows a job counts in ``pages_fetched``; ``pages_failed`` counts ``FAILED_STATUSES``."""
+FAILED_STATUSES = frozenset({"error"})
+PAGE_STATUS_STAT = "pages/status/"
+"""The Scrapy stats of a job's rows by status (``pages/status/fetched``), as the pipeline counts them."""
 
 
 @dataclass(slots=True)
@@ -48,6 +55,15 @@ async def finish_job(
             stats,
             job_id,
         ),
+    )
+
+
+def pages_in_stats(stats: Mapping[str, float]) -> tuple[float, float]:
+    """A job's pages fetched and failed from its process's stats: while it runs, what its
+    ``crawl_jobs`` row will say when it ends."""
+    return (
+        sum(stats.get(PAGE_STATUS_STAT + status, 0.0) for status in FETCHED_STATUSES),
+        sum(stats.get(PAGE_STATUS_STAT + status, 0.0) for status in FAILED_STATUSES),
     )
 
 

@@ -4,6 +4,7 @@ stats samples, and the request log and robots.txt decisions of a domain over a w
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -64,10 +65,15 @@ def stats_of(text: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-async def workers(backend: StorageBackend) -> list[dict[str, Any]]:
-    """Every crawl process recorded, latest heartbeat first, its ``stats`` read as a dict."""
+async def workers(backend: StorageBackend, jobs: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """Every crawl process recorded (of ``jobs``), latest heartbeat first, its ``stats`` read as a dict."""
+    if jobs is not None and not jobs:
+        return []
+    where = "" if jobs is None else f"WHERE job_id IN ({', '.join('?' * len(jobs))})"
     rows = await backend.dicts(
-        f"SELECT {', '.join(WORKER_COLUMNS)} FROM workers ORDER BY heartbeat_at DESC", WORKER_COLUMNS
+        f"SELECT {', '.join(WORKER_COLUMNS)} FROM workers {where} ORDER BY heartbeat_at DESC",
+        WORKER_COLUMNS,
+        tuple(jobs or ()),
     )
     for row in rows:
         row["stats"] = stats_of(row["stats"])

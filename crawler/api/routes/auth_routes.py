@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from crawler.api import params
-from crawler.api.auth import ANONYMOUS, COOKIE, authenticate
+from crawler.api.auth import COOKIE, authenticate
 from crawler.api.context import context, identity
 from crawler.api.routing import Route
 
@@ -50,10 +50,9 @@ async def logout(request: web.Request) -> web.Response:
 
 
 async def me(request: web.Request) -> web.Response:
+    # Not logged in is an answer, not an error: the dashboard asks before it shows the login form.
     who = identity(request)
-    if who is ANONYMOUS:
-        return web.json_response({"error": "authentication required"}, status=401)
-    return web.json_response({"username": who.username, "role": who.role})
+    return web.json_response({"username": who.username or None, "role": who.role})
 
 
 ROUTES = (
@@ -67,5 +66,5 @@ ROUTES = (
         statuses=(400, 401),
     ),
     Route("POST", "/api/auth/logout", logout, "anonymous", "Log out: ends the session"),
-    Route("GET", "/api/auth/me", me, "anonymous", "The logged-in user and role", statuses=(401,)),
+    Route("GET", "/api/auth/me", me, "anonymous", "The logged-in user and role (username null: not logged in)"),
 )

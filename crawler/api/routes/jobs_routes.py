@@ -6,8 +6,10 @@ from aiohttp import web
 
 from crawler.api import params
 from crawler.api.context import context, identity
+from crawler.api.figures import numeric
 from crawler.api.routing import Param, Route
-from crawler.storage.jobs import job_status, list_jobs, request_cancel
+from crawler.storage.jobs import job_status, list_jobs, pages_in_stats, request_cancel
+from crawler.storage.observations import workers
 from crawler.storage.values import utc_now
 
 JOB = Param("job_id", {"type": "string", "minLength": 1, "maxLength": 64}, where="path", required=True)
@@ -15,7 +17,16 @@ JOB = Param("job_id", {"type": "string", "minLength": 1, "maxLength": 64}, where
 
 async def jobs(request: web.Request) -> web.Response:
     limit = params.integer(request, "limit", 50, 1, 1000)
-    rows = await list_jobs(context(request).db, limit, params.text(request, "status", 16))
+    found = context(request)
+    rows = await list_jobs(found.db, limit, params.text(request, "status", 16))
+    running = {row["id"]: row for row in rows if row["status"] == "running"}
+    # A job's row gets its counts when it ends; until then they are its processes' latest heartbeats.
+    for row in running.values():
+        row["pages_fetched"] = row["pages_failed"] = 0
+    for worker in await workers(found.db, running):
+        fetched, failed = pages_in_stats(numeric(worker["stats"]))
+        running[worker["job_id"]]["pages_fetched"] += int(fetched)
+        running[worker["job_id"]]["pages_failed"] += int(failed)
     return web.json_response({"jobs": rows})
 
 
@@ -39,7 +50,7 @@ ROUTES = (
         "/api/jobs",
         jobs,
         "user",
-        "Crawl jobs, newest first",
+        "Crawl jobs, newest first; a running job's pages are its processes' latest heartbeats",
         (
             Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50}),
             Param("status", {"type": "string", "minLength": 1, "maxLength": 16}),

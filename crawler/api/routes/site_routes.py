@@ -10,7 +10,12 @@ from aiohttp import web
 from crawler.api import params
 from crawler.api.routing import Param, Route
 
-STATIC = {"app.js": "text/javascript", "style.css": "text/css", "plot.js": "text/javascript"}
+STATIC = {
+    "app.js": "text/javascript",
+    "style.css": "text/css",
+    "plot.js": "text/javascript",
+    "favicon.svg": "image/svg+xml",
+}
 _CACHE = "no-cache"
 
 

@@ -4,12 +4,13 @@
 const REFRESH_MS = 4000;
 const $ = (selector) => document.querySelector(selector);
 let me = null, sort = "delay", timer = null, detailDomain = null;
+let chosenCrawl = "", crawlOptions = "", clockSkew = 0;
 
 async function api(path, options = {}) {
   const response = await fetch(path, { credentials: "same-origin", ...options });
   if (response.status === 401) { showLogin(); throw new Error("not logged in"); }
   const body = response.headers.get("Content-Type")?.includes("json") ? await response.json() : null;
-  if (!response.ok) throw new Error(body?.error || response.statusText);
+  if (!response.ok) throw Object.assign(new Error(body?.error || response.statusText), { status: response.status });
   return body;
 }
 const post = (path, body, method = "POST") => api(path, {
@@ -23,7 +24,24 @@ function cell(text, className) {
   return td;
 }
 const seconds = (v) => (v === null || v === undefined ? "–" : `${Number(v).toFixed(2)} s`);
-const age = (s) => (s === null || s === undefined ? "–" : s < 90 ? `${s.toFixed(0)} s ago` : `${(s / 60).toFixed(1)} min ago`);
+const count = (v) => (v === null || v === undefined ? "–" : Number(v).toLocaleString());
+
+// Times: relative to the server's clock (the browser's may be off), the exact one on hover.
+const serverNow = () => Date.now() / 1000 - clockSkew;
+const epoch = (iso) => Date.parse(iso.replace(/(\.\d{3})\d+/, "$1")) / 1000; // microseconds are beyond Date
+function duration(s) {
+  if (s < 90) return `${Math.round(s)} s`;
+  if (s < 90 * 60) return `${Math.round(s / 60)} min`;
+  if (s < 36 * 3600) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86400)} d`;
+}
+const ago = (s) => (s === null || s === undefined ? "–" : s < 0 ? `in ${duration(-s)}` : `${duration(s)} ago`);
+const exact = (at) => new Date(at * 1000).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "long" });
+function timeCell(iso) {
+  const td = cell(iso ? ago(serverNow() - epoch(iso)) : null);
+  if (iso) td.title = exact(epoch(iso));
+  return td;
+}
 
 function showLogin() {
   clearInterval(timer);
@@ -47,36 +65,80 @@ function showDashboard() {
 
 async function refresh() {
   try {
-    const [stats, series, domains, jobs] = await Promise.all([
-      api("/api/stats"), api("/api/stats/timeseries?minutes=15&step=20"),
+    const stats = await api(`/api/stats${chosenCrawl ? `?crawl=${encodeURIComponent(chosenCrawl)}` : ""}`);
+    clockSkew = Date.now() / 1000 - stats.generated_at;
+    const crawl = stats.crawl ? `&crawl=${encodeURIComponent(stats.crawl.id)}` : "";
+    const [series, domains, jobs] = await Promise.all([
+      api(`/api/stats/timeseries?minutes=15&step=20${crawl}`),
       api(`/api/domains?sort=${sort}&limit=100`), api("/api/jobs?limit=20"),
     ]);
     renderStats(stats);
-    drawChart($("#chart"), $("#legend"), series.points);
+    drawChart($("#chart"), $("#legend"), series);
+    $("#chart-crawl").textContent = `(last 15 minutes${stats.crawl ? ` of ${stats.crawl.id}` : ""})`;
     renderDomains(domains);
     renderJobs(jobs.jobs);
+    const updated = $("#updated");
+    updated.textContent = `updated ${new Date(stats.generated_at * 1000).toLocaleTimeString()}`;
+    updated.title = exact(stats.generated_at);
   } catch (error) {
+    if (error.status === 404 && chosenCrawl) chooseCrawl(""); // the crawl chosen is gone
     console.warn(error);
   }
 }
 
+function chooseCrawl(id) {
+  chosenCrawl = id;
+  $("#crawl-choice").value = id;
+}
+
 function renderStats(stats) {
-  $("#rate").textContent = stats.pages_per_second.toFixed(2);
-  $("#success").textContent = stats.success_rate === null ? "–" : `${(stats.success_rate * 100).toFixed(1)} %`;
-  $("#fetched").textContent = stats.totals.pages_fetched.toLocaleString();
-  $("#frontier").textContent = stats.frontier.size.toLocaleString();
+  const crawl = stats.crawl;
+  $("#rate").textContent = crawl ? crawl.pages_per_second.toFixed(2) : "–";
+  $("#success").textContent = crawl?.success_rate == null ? "–" : `${(crawl.success_rate * 100).toFixed(1)} %`;
+  $("#fetched").textContent = crawl ? count(crawl.pages_fetched) : "–";
+  $("#frontier").textContent = count(stats.frontier.size);
   $("#frontier-age").textContent = stats.frontier.inbox_oldest_age === null ? stats.frontier.source
-    : `${stats.frontier.source} · oldest seed ${age(stats.frontier.inbox_oldest_age)}`;
+    : `${stats.frontier.source} · oldest seed ${ago(stats.frontier.inbox_oldest_age)}`;
   $("#active").textContent = stats.active_workers;
   $("#blocked").textContent = stats.domains.blocked;
   $("#crawl-state").textContent = stats.crawl_paused ? "the crawl is paused" : "the crawl runs";
   $("#alerts").replaceChildren(...stats.alerts.map((alert) =>
     Object.assign(document.createElement("div"), { className: "alert", textContent: `${alert.name}: ${alert.message}` })));
-  $("#workers tbody").replaceChildren(...stats.workers.map((w) => {
-    const row = document.createElement("tr");
-    row.append(cell(w.worker_id), cell(w.job_id), cell(w.hostname), cell(w.pid), cell(w.live ? w.state : `${w.state} (silent)`), cell(age(w.heartbeat_age)));
-    return row;
-  }));
+  renderCrawls(stats.crawls, crawl);
+  renderWorkers(stats.workers, stats.finished_workers);
+}
+
+function renderCrawls(crawls, crawl) {
+  const options = crawls.map((c) => `${c.id}\t${c.running}`).join("\n");
+  if (options !== crawlOptions) { // rebuilt only when it changes: an open list stays open
+    crawlOptions = options;
+    $("#crawl-choice").replaceChildren(new Option("the crawl running", ""),
+      ...crawls.map((c) => new Option(`${c.id} (${c.running ? "running" : "ended"})`, c.id)));
+    $("#crawl-choice").value = chosenCrawl;
+  }
+  const state = $("#run-state");
+  if (!crawl) { state.textContent = "no crawl yet"; return; }
+  const live = crawl.running ? `running, ${crawl.live_workers} of ${crawl.workers} processes live`
+    : `ended ${ago(serverNow() - epoch(crawl.heartbeat_at))}`;
+  const started = Object.assign(document.createElement("span"), { textContent: ago(serverNow() - epoch(crawl.started_at)), title: exact(epoch(crawl.started_at)) });
+  state.replaceChildren(`${crawl.id}: ${live} · started `, started, ` · jobs ${crawl.jobs.join(", ")}`);
+}
+
+function renderWorkers(workers, finishedCount) {
+  const row = (w) => {
+    const tr = document.createElement("tr");
+    const silent = w.state !== "finished" && !w.live;
+    if (silent) tr.className = "silent";
+    tr.append(cell(w.worker_id), cell(w.crawl_id), cell(w.job_id), cell(w.hostname), cell(w.pid),
+      cell(silent ? `${w.state}, silent` : w.state), timeCell(w.started_at), timeCell(w.heartbeat_at));
+    return tr;
+  };
+  const finished = workers.filter((w) => w.state === "finished");
+  $("#workers tbody").replaceChildren(...workers.filter((w) => w.state !== "finished").map(row));
+  $("#finished-workers tbody").replaceChildren(...finished.map(row));
+  $("#finished").hidden = finishedCount === 0;
+  $("#finished-count").textContent = `${finishedCount} finished`
+    + (finished.length < finishedCount ? ` (the latest ${finished.length} listed)` : "");
 }
 
 function renderDomains(data) {
@@ -117,8 +179,10 @@ function domainControls(d) {
 function renderJobs(jobs) {
   $("#jobs tbody").replaceChildren(...jobs.map((job) => {
     const row = document.createElement("tr");
-    row.append(cell(job.id), cell(job.spider), cell(job.started_at), cell(job.cancel_requested_at && job.status === "running" ? "cancelling" : job.status),
-      cell(job.pages_fetched, "num"), cell(job.pages_failed, "num"));
+    row.dataset.job = job.id;
+    row.append(cell(job.id), cell(job.spider), timeCell(job.started_at), timeCell(job.finished_at),
+      cell(job.cancel_requested_at && job.status === "running" ? "cancelling" : job.status),
+      cell(count(job.pages_fetched), "num pages"), cell(count(job.pages_failed), "num"));
     if (me.role === "admin") {
       const td = document.createElement("td");
       if (job.status === "running" && !job.cancel_requested_at) {
@@ -142,7 +206,7 @@ async function showDetail(domain) {
   $("#detail-robots").textContent = robots.status === "fulfilled" ? (robots.value.robots_txt ?? `(status ${robots.value.robots_status})`) : "no robots.txt stored";
   $("#detail-errors tbody").replaceChildren(...(errors.status === "fulfilled" ? errors.value.pages : []).map((page) => {
     const row = document.createElement("tr");
-    row.append(cell(page.crawled_at), cell(page.http_status), cell(page.url), cell(page.error));
+    row.append(timeCell(page.crawled_at), cell(page.http_status), cell(page.url), cell(page.error));
     return row;
   }));
 }
@@ -170,10 +234,11 @@ $("#seed-form").addEventListener("submit", async (event) => {
 $("#pause-all").addEventListener("click", async () => { await post("/api/domains/*/pause"); refresh(); });
 $("#resume-all").addEventListener("click", async () => { await post("/api/domains/*/resume"); refresh(); });
 $("#detail-close").addEventListener("click", () => { detailDomain = null; $("#detail").hidden = true; });
+$("#crawl-choice").addEventListener("change", (event) => { chooseCrawl(event.target.value); refresh(); });
 for (const th of document.querySelectorAll("#domains th[data-sort]")) {
   th.addEventListener("click", () => { sort = th.dataset.sort; refresh(); });
 }
 
-fetch("/api/auth/me", { credentials: "same-origin" })
-  .then((r) => (r.ok ? r.json() : null))
-  .then((body) => { if (body) { me = body; showDashboard(); } else showLogin(); });
+api("/api/auth/me")
+  .then((body) => { if (body.username) { me = body; showDashboard(); } else showLogin(); })
+  .catch((error) => { console.warn(error); showLogin(); });

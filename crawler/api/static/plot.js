@@ -1,4 +1,5 @@
-// A small SVG chart: stacked bars of the status mix per interval, and a line of pages per second.
+// A small SVG chart: stacked bars of the status mix per interval, and a line of pages per second,
+// on the scales the server gives (nice ceilings of closed intervals: they hold from one refresh to the next).
 "use strict";
 const STATUS_CLASSES = [
   ["2xx", "#2e8540", (s) => s[0] === "2"],
@@ -14,7 +15,8 @@ function svgElement(name, attributes) {
   return element;
 }
 
-function drawChart(svg, legend, points) {
+function drawChart(svg, legend, series) {
+  const points = series.points;
   const width = 900, height = 200, top = 14, bottom = 18;
   svg.replaceChildren();
   const classes = points.map((p) => {
@@ -25,8 +27,7 @@ function drawChart(svg, legend, points) {
     }
     return counts;
   });
-  const maxBar = Math.max(1, ...classes.map((c) => c.reduce((a, b) => a + b, 0)));
-  const maxRate = Math.max(0.1, ...points.map((p) => p.pages_per_second));
+  const maxBar = series.scale.responses, maxRate = series.scale.pages_per_second;
   const slot = width / Math.max(1, points.length);
   const plot = height - top - bottom;
   classes.forEach((counts, i) => {
@@ -40,8 +41,8 @@ function drawChart(svg, legend, points) {
   });
   const line = points.map((p, i) => `${(i + 0.5) * slot},${height - bottom - (p.pages_per_second / maxRate) * plot}`).join(" ");
   if (points.length) svg.appendChild(svgElement("polyline", { points: line, fill: "none", stroke: "#243447", "stroke-width": 2 }));
-  const label = svgElement("text", { x: 4, y: 11, "font-size": 11, fill: "#6b7480" });
-  label.textContent = `max ${maxRate.toFixed(2)} pages/s · ${maxBar} responses per interval`;
+  const label = svgElement("text", { x: 4, y: 11, "font-size": 11, fill: "#6b7480", class: "scale" });
+  label.textContent = `top: ${maxRate} pages/s · ${maxBar} responses per ${series.step} s`;
   svg.appendChild(label);
   legend.replaceChildren(...STATUS_CLASSES.map(([name, color]) => {
     const item = document.createElement("span");
