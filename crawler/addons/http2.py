@@ -1,4 +1,5 @@
-"""``CRAWLER_HTTP2``: https URLs fetched with Scrapy's HTTP/2 download handler.
+"""``CRAWLER_HTTP2``: https URLs fetched with Scrapy's HTTP/2 download handler
+(``crawler.download.h2``: each request held until its domain may be sent to, as over HTTP/1.1).
 
 One connection per host carries the requests of that host as concurrent streams. Every request
 still passes the downloader middlewares, so the domain limiter reserves and counts each one as
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from scrapy.settings import BaseSettings
 
-H2_HANDLER = "scrapy.core.downloader.handlers.http2.H2DownloadHandler"
+H2_HANDLER = "crawler.download.h2.GuardedH2DownloadHandler"
 
 
 class Http2:

@@ -1,0 +1,66 @@
+"""What every download handler of the crawl does around Scrapy's own, whatever the protocol:
+
+- a request is held until its domain's delay has passed since the last one left (plus
+  ``CRAWLER_SPACING_MARGIN`` of it), or until the time the shared frontier gave it
+  (``CRAWLER_HANDOUT_LEAD_SECONDS``: the frontier hands it out ahead of its slot), and until a
+  block (a 429) ends: it may have been waiting in Scrapy's downloader or a middleware when the
+  answer that blocked the domain arrived;
+- a connection the guarded resolver refused is reported as ``BlockedByPolicy`` with its reason,
+  not as a failed lookup to retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import CannotResolveHostError
+from scrapy.http import Response
+from scrapy.utils.httpobj import urlparse_cached
+
+from crawler.guard.blocked import refuse
+from crawler.guard.resolver import installed_resolver
+from crawler.politeness.slots import DOMAIN, LEAVE_AT
+from crawler.services import CrawlServices
+
+
+class DepartureGate:
+    def __init__(self, crawler: Crawler):
+        self.crawler = crawler
+        self.services = CrawlServices.of(crawler)
+        self.limiter = self.services.limiter
+        self.spacing_margin = crawler.settings.getfloat("CRAWLER_SPACING_MARGIN")
+
+    async def download(self, request: Request, send: Callable[[Request], Awaitable[Response]]) -> Response:
+        """``send(request)`` once the request may leave, with the guard's refusals said as such."""
+        domain = request.meta.get(DOMAIN)
+        if domain is not None:
+            await self._departure_time_came(domain, request.meta.get(LEAVE_AT, 0.0))
+        try:
+            return await send(request)
+        except CannotResolveHostError:
+            resolver = installed_resolver()
+            refusal = resolver.refusals.get(urlparse_cached(request).hostname or "") if resolver is not None else None
+            if refusal is None:
+                raise
+            guard = self.services.guard
+            if guard is not None and guard.seeded(request):  # a seed of another process
+                return await send(request)
+            raise refuse(self.crawler.stats, request, refusal) from None
+
+    async def _departure_time_came(self, domain: str, leave_at: float) -> None:
+        # Asked again after every wait: a block or a longer delay may have come meanwhile.
+        limiter = self.limiter
+        while (wait := self._departure_at(domain, leave_at) - (now := limiter.clock())) > 0:
+            if limiter.state(domain).blocked_until > now:
+                self.crawler.stats.inc_value("limiter/held_for_block_count")
+            await asyncio.sleep(wait)
+
+    def _departure_at(self, domain: str, leave_at: float) -> float:
+        """When the domain's request may leave, ``CRAWLER_SPACING_MARGIN`` of its delay later
+        than the delay allows: a site that reads one request late (its server busy) by up to
+        that much still sees the whole delay before the next one."""
+        at = max(leave_at, self.limiter.departure_at(domain))
+        return at + self.spacing_margin * self.limiter.effective_delay(domain) if at else at
