@@ -10,6 +10,7 @@ at once: nothing is skipped.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import uuid
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 import psycopg
 import pytest
 import redis
+from playwright.sync_api import Browser, sync_playwright
 
 from crawler.redis.keys import delete_matching
 from tests.helpers import Database, FakeClock, crawl_keys
@@ -40,8 +42,8 @@ SERVICE_FIXTURES = {
     "module_postgres_database": "postgres",
 }
 """Fixtures that need a service, by the marker of that service."""
-SERVER_FIXTURES = frozenset({"web"})
-"""Fixtures that start servers: their tests are integration tests."""
+SERVER_FIXTURES = frozenset({"web", "browser"})
+"""Fixtures that start servers (or a browser): their tests are integration tests."""
 FAST_LEAVES_OUT = ("integration", "postgres", "redis")
 """The markers of the tests ``--fast`` does not run."""
 
@@ -128,6 +130,17 @@ def clock() -> FakeClock:
 def web() -> Iterator[TestWeb]:
     with TestWeb(WEB_SITES) as test_web:
         yield test_web
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless Chromium (Debian's package), driven by Playwright."""
+    executable = shutil.which("chromium")
+    assert executable, "Debian's chromium is not installed (scripts/browser.sh installs it)"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
+        yield launched
+        launched.close()
 
 
 def _refuse_in_fast_mode(request: pytest.FixtureRequest, marker: str) -> None:

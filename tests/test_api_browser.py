@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from tests.api_contract import FAST_HOST, THROTTLED_HOST, populate_as_a_crawl
 from tests.api_server import PASSWORDS, ServeProcess, create_users, migrate
@@ -34,16 +34,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProc
             yield served, database
         finally:
             served.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = shutil.which("chromium")
-    assert executable, "Debian's chromium is not installed (scripts/browser.sh installs it)"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
-        yield launched
-        launched.close()
 
 
 def _log_in(browser: Browser, server: ServeProcess, username: str) -> Page:

@@ -1,7 +1,8 @@
 """``scrapy audit`` against what the site saw. A crawl shared by two processes of a site with
 ``Crawl-delay: 0.5`` is judged polite, every request recorded with the delay that spaced it. A
 crawl whose rows say a longer delay than the one it kept is reported gap by gap, exactly as the
-test web's own log of arrivals judges it. The HTML report opens in Chromium."""
+test web's own log of arrivals judges it. The HTML report opens in Chromium (a screenshot in
+tests/output/audit-report.png)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import redis
+from playwright.sync_api import Browser, expect
 
 from crawler.redis.keys import delete_matching
 from tests.api_server import migrate
@@ -21,6 +24,7 @@ from tests.conftest import REDIS_URL, _fresh_database
 from tests.helpers import (
     ROOT,
     Database,
+    crawl,
     crawl_environment,
     crawl_keys,
     finish_all,
@@ -36,7 +40,9 @@ pytestmark = pytest.mark.integration
 TOLERANCE = 0.010
 """The audit's default: seconds a gap may fall short of its delay."""
 
-SITES = {"audited": "paced:crawl_delay=0.5,pages=16"}
+SITES = {"audited": "paced:crawl_delay=0.5,pages=16", "paced": "paced:pages=30"}
+
+OUTPUT = ROOT / "tests" / "output"
 
 
 @pytest.fixture(scope="module")
@@ -134,3 +140,81 @@ def test_the_audit_of_a_polite_shared_crawl_reports_no_short_gap(shared_crawl: S
     summary = json.loads(result.stdout)
     assert summary["requests"] == len(shared_crawl.served)
     assert (summary["gaps_under_delay"], summary["gaps_under_delay_listed"]) == (0, [])
+
+
+@dataclass(frozen=True)
+class ShortGapCrawl:
+    database: Database
+    served: list[LoggedRequest]
+    """The test web's log of the host, by start."""
+    delays: dict[str, float]
+    """The delay each URL's row says was in force when it left."""
+
+
+@pytest.fixture(scope="module")
+def short_gap_crawl(site: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> ShortGapCrawl:
+    """A crawl kept 0.2 s between requests; then its rows are made to say what a crawler that
+    ignored its delay would have recorded: 1 s in force when every third request left (from the
+    third on), 0.1 s when the others did. Exactly the gaps before those requests are short: an
+    impolite crawl whose delays in force are known."""
+    database = Database(f"sqlite:///{tmp_path_factory.mktemp('short-gaps') / 'crawler.db'}")
+    crawl("links", database, url=site.url("paced"), settings={"CRAWLER_DEFAULT_DELAY": "0.2"})
+    urls = [url for (url,) in database.query("SELECT url FROM request_log ORDER BY started_at")]
+    delays = {url: 1.0 if n % 3 == 2 else 0.1 for n, url in enumerate(urls)}
+    for url, delay in delays.items():
+        database.query("UPDATE request_log SET delay_in_force = ? WHERE url = ? RETURNING url", (delay, url))
+    base = site.base("paced")
+    served = sorted(site.log("paced"), key=lambda entry: entry.start)
+    return ShortGapCrawl(database, served, {url.removeprefix(base): delay for url, delay in delays.items()})
+
+
+def test_every_short_gap_of_an_impolite_crawl_is_reported_as_the_site_saw_it(
+    short_gap_crawl: ShortGapCrawl, site: TestWeb
+) -> None:
+    served, delays = short_gap_crawl.served, short_gap_crawl.delays
+    assert sorted(delays) == sorted(entry.path for entry in served)
+    # The site's own judge: consecutive arrivals closer than the delay the second one's row gives.
+    seen_short = [
+        (a.path, b.path) for a, b in zip(served, served[1:]) if b.start - a.start < delays[b.path] - TOLERANCE
+    ]
+    result = audit(short_gap_crawl.database, site.addresses["paced"], "--json")  # the host without its port
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout)
+    base = site.base("paced")
+    reported = [
+        (gap["after"].removeprefix(base), gap["before"].removeprefix(base))
+        for gap in summary["gaps_under_delay_listed"]
+    ]
+    assert seen_short and reported == seen_short
+    assert summary["gaps_under_delay"] == len(seen_short)
+    assert summary["requests"] == len(served)
+
+
+def test_the_html_report_opens_in_a_browser_and_draws_every_gap(
+    short_gap_crawl: ShortGapCrawl, site: TestWeb, browser: Browser, tmp_path: Path
+) -> None:
+    page_file = tmp_path / "audit.html"
+    result = audit(short_gap_crawl.database, site.addresses["paced"], "--html", str(page_file), "--json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    short = json.loads(result.stdout)["gaps_under_delay"]
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda message: problems.append(message.text) if message.type in ("error", "warning") else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    page.goto(page_file.as_uri())
+    expect(page.locator("svg.plot.gaps")).to_be_visible()
+    expect(page.locator("svg.plot.requests")).to_be_visible()
+    requests = len(short_gap_crawl.served)
+    expect(page.locator("svg.gaps circle.gap")).to_have_count(requests - 1)
+    expect(page.locator("svg.gaps circle.gap.short")).to_have_count(short)
+    assert short > 0
+    expect(page.locator("svg.gaps path.delay")).to_have_count(1)
+    assert page.locator("svg.requests rect.bar").count() >= 1
+    expect(page.locator("dl.findings")).to_contain_text(f"gaps shorter than the delay (tolerance 0.010 s){short}")
+    expect(page.locator("section.domain h2")).to_have_text(site.base("paced").removeprefix("http://"))
+    OUTPUT.mkdir(exist_ok=True)
+    page.screenshot(path=str(OUTPUT / "audit-report.png"), full_page=True)
+    page.close()
+    assert problems == [] and fetched == [page_file.as_uri()]
