@@ -10,12 +10,11 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
 from crawler.control.audit_report import findings, headline
-from crawler.control.site_audit import Gap, LoggedRequest, gaps_between
+from crawler.control.site_audit import Gap, LoggedRequest, gaps_between, iso_time
 from crawler.control.svg_plot import Frame, number_axis, time_axis, time_step
 
 MAX_BUCKETS = 60
@@ -42,10 +41,10 @@ text.title{font-size:12px;fill:#1f2328}.delay{fill:none;stroke:#0969da;stroke-wi
 """
 
 RULE = (
-    "A request's start is when it left for the network; its delay in force, the least time the crawler"
-    " then kept between two starts of requests to the domain (robots.txt's Crawl-delay, or longer). A gap,"
-    " from one start to the next whichever crawl process sent them, is judged against the delay in force"
-    " when its second request left."
+    "A request's start is when it left for the network; its delay in force, the least time the crawler then"
+    " meant to keep between two starts of requests to the domain (robots.txt's Crawl-delay, or longer). A"
+    " gap, from one start to the next whichever crawl process sent them, is judged against the delay in"
+    " force when its second request left."
 )
 
 
@@ -135,7 +134,7 @@ def _gap_point(gap: Gap, frame: Frame, ceiling: float, kind: str) -> str:
     if kind == "gap":
         return f'<circle class="{kind}" cx="{x}" cy="{y}" r="2.5"/>'
     delay = "unknown" if gap.delay is None else f"{gap.delay:.3f} s"
-    title = f"{_time(gap.before.started)}: {gap.seconds:.6f} s after the last start, delay {delay}: {gap.before.url}"
+    title = f"{iso_time(gap.before.started)}: {gap.seconds:.6f} s after the last start, delay {delay}: {gap.before.url}"
     return f'<circle class="{kind}" cx="{x}" cy="{y}" r="4"><title>{escape(title)}</title></circle>'
 
 
@@ -172,7 +171,7 @@ def requests_figure(requests: list[LoggedRequest]) -> str:
             if count := counts[index, kind]:
                 top, bottom = frame.y(stacked + count), frame.y(stacked)
                 stacked += count
-                title = f"{_time((first + index) * width)}: {count} {name}"
+                title = f"{iso_time((first + index) * width)}: {count} {name}"
                 body.append(
                     f'<rect class="bar {kind}" x="{left + 0.5}" y="{top}" width="{max(right - left - 1, 1):.2f}"'
                     f' height="{round(bottom - top, 2)}"><title>{escape(title)}</title></rect>'
@@ -197,7 +196,3 @@ def _duration(seconds: float) -> str:
             count = seconds / length
             return f"{count:g} {unit}" + ("s" if unit == "day" and count != 1 else "")
     return f"{seconds:g} s"
-
-
-def _time(time: float) -> str:
-    return datetime.fromtimestamp(time, UTC).isoformat()

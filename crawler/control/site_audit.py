@@ -10,7 +10,8 @@ summary out; ``scrapy audit`` and the API both print it.
 - robots.txt decisions grouped by the rule that made them.
 
 How a gap is judged. A request starts when it left for the network, and its delay in force is
-the domain's delay at that moment (``request_log.delay_in_force``). Taken in the order they
+the domain's delay at that moment (``request_log.delay_in_force``) as the process that sent it
+knew it (in a shared crawl, its copy of the domain's shared state). Taken in the order they
 started, whichever process sent them, each request B after a request A makes a gap: B's start
 less A's. The gap is judged against B's delay: a request leaves once the delay in force *as it
 leaves* has passed since the domain's last request left (the download handler asks for the delay
@@ -108,15 +109,15 @@ def summarize(
     refusals = [_refusal(r, requests) for r in requests if r.status == 429]
     return {
         "requests": len(requests),
-        "first_start": _iso(requests[0].started) if requests else None,
-        "last_start": _iso(requests[-1].started) if requests else None,
+        "first_start": iso_time(requests[0].started) if requests else None,
+        "last_start": iso_time(requests[-1].started) if requests else None,
         "outcomes": dict(sorted(Counter(_outcome(r) for r in requests).items())),
         "smallest_gap": _gap(min(gaps, key=lambda g: g.seconds)) if gaps else None,
         "delay_tolerance": delay_tolerance,
         "gaps_under_delay": len(short),
         "gaps_under_delay_listed": [_gap(gap) for gap in short[:MAX_LISTED]],
         "max_in_flight": in_flight,
-        "max_in_flight_at": None if in_flight_at is None else _iso(in_flight_at),
+        "max_in_flight_at": None if in_flight_at is None else iso_time(in_flight_at),
         "responses_429": len(refusals),
         "responses_429_listed": refusals[:MAX_LISTED],
         "robots": robots_summary(robots_decisions),
@@ -155,7 +156,7 @@ def _gap(gap: Gap) -> dict[str, Any]:
     return {
         "seconds": gap.seconds,
         "delay_in_force": gap.delay,
-        "at": _iso(gap.before.started),
+        "at": iso_time(gap.before.started),
         "after": gap.after.url,
         "before": gap.before.url,
     }
@@ -164,7 +165,7 @@ def _gap(gap: Gap) -> dict[str, Any]:
 def _refusal(refused: LoggedRequest, requests: list[LoggedRequest]) -> dict[str, Any]:
     end = refused.ended if refused.ended is not None else refused.started
     following = [r.started for r in requests if r.started >= end and r is not refused]
-    return {"url": refused.url, "at": _iso(end), "waited": round(min(following) - end, 6) if following else None}
+    return {"url": refused.url, "at": iso_time(end), "waited": round(min(following) - end, 6) if following else None}
 
 
 def _outcome(request: LoggedRequest) -> str:
@@ -180,5 +181,6 @@ def _micros(seconds: float) -> int:
     return round(seconds * 1_000_000)
 
 
-def _iso(time: float) -> str:
+def iso_time(time: float) -> str:
+    """Unix seconds as ISO 8601 text in UTC, as the summary gives times."""
     return datetime.fromtimestamp(time, UTC).isoformat()

@@ -15,9 +15,9 @@ answered from this process's copy of each domain's state (``states``), which eve
 brings up to date, and which the shared frontier reads before the first request of a domain
 leaves from this process (``load_unread``): of a domain another process started, the copy would
 otherwise be the default state, without the delay robots.txt set there, and the request would be
-held and recorded by a delay that did not space it. A slot for a request this process keeps (``try_start``) is asked for and
-granted later: the domain is then said to be ready (``may_be_ready``) and the next
-``try_start`` takes the grant.
+held and recorded by a delay that did not space it. A slot for a request this process keeps
+(``try_start``) is asked for and granted later: the domain is then said to be ready
+(``may_be_ready``) and the next ``try_start`` takes the grant.
 """
 
 from __future__ import annotations
@@ -91,8 +91,8 @@ class RedisDomainLimiter(DomainLimiter):
 
     def load_unread(self, domains: Iterable[str], done: Callable[[], None]) -> None:
         """Read the shared state of those of ``domains`` this process has not read yet, then call
-        ``done``: before a request of a domain another process paced leaves from this one, whose
-        departure counts the delay from this copy and records it as the delay in force."""
+        ``done``; before their requests leave from this process, whose departures are held and
+        recorded by the delay of this copy."""
         unread = [domain for domain in domains if domain not in self._read]
         if not unread:
             done()
