@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING
 import psycopg
 import pytest
 import redis
+from playwright.sync_api import Browser
 
 from crawler.redis.keys import delete_matching
+from tests.browser import chromium
 from tests.helpers import Database, FakeClock, crawl_keys
 from tests.testweb import TestWeb
 
@@ -40,8 +42,8 @@ SERVICE_FIXTURES = {
     "module_postgres_database": "postgres",
 }
 """Fixtures that need a service, by the marker of that service."""
-SERVER_FIXTURES = frozenset({"web"})
-"""Fixtures that start servers: their tests are integration tests."""
+SERVER_FIXTURES = frozenset({"web", "browser"})
+"""Fixtures that start servers (or a browser): their tests are integration tests."""
 FAST_LEAVES_OUT = ("integration", "postgres", "redis")
 """The markers of the tests ``--fast`` does not run."""
 
@@ -131,6 +133,13 @@ def clock() -> FakeClock:
 def web() -> Iterator[TestWeb]:
     with TestWeb(WEB_SITES) as test_web:
         yield test_web
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless Chromium (Debian's package), driven by Playwright."""
+    with chromium() as launched:
+        yield launched
 
 
 def _refuse_in_fast_mode(request: pytest.FixtureRequest, marker: str) -> None:

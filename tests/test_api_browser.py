@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.api_contract import FAST_HOST, THROTTLED_HOST, populate_as_a_crawl
 from tests.api_server import ServeProcess, create_users, migrate
-from tests.browser import OUTPUT, PageErrors, chromium, log_in
+from tests.browser import OUTPUT, PageErrors, log_in
 from tests.conftest import _fresh_database
 from tests.helpers import Database
 
@@ -34,12 +34,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProc
             yield served, database
         finally:
             served.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
 
 
 def _log_in(browser: Browser, server: ServeProcess, username: str) -> tuple[Page, PageErrors]:

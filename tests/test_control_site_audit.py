@@ -6,7 +6,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from crawler.control.site_audit import MAX_LISTED, LoggedRequest, max_in_flight, robots_summary, seconds, summarize
+from crawler.control.site_audit import (
+    MAX_LISTED,
+    Gap,
+    LoggedRequest,
+    gaps_between,
+    in_start_order,
+    max_in_flight,
+    robots_summary,
+    seconds,
+    summarize,
+)
 
 T0 = 1_700_000_000.0
 
@@ -58,8 +68,12 @@ def test_one_request() -> None:
     assert summary["smallest_gap"] is None and summary["max_in_flight"] == 1 and summary["max_in_flight_at"] == _iso(0)
 
 
-def test_the_smallest_gap_against_the_delay_in_force_of_the_first_of_the_two() -> None:
-    rows = [_row(3.0, 3.1, delay=2.0, url="c"), _row(0, 0.1, url="a"), _row(1.5, 1.6, url="b")]  # not in order
+def test_the_smallest_gap_against_the_delay_in_force_of_the_second_of_the_two() -> None:
+    rows = [
+        _row(3.5, 3.6, delay=2.0, url="c"),
+        _row(0, 0.1, delay=3.0, url="a"),
+        _row(1.5, 1.6, url="b"),
+    ]  # not in order
     summary = summarize(rows, 0.01)
     assert summary["smallest_gap"] == {
         "seconds": 1.5,
@@ -69,22 +83,91 @@ def test_the_smallest_gap_against_the_delay_in_force_of_the_first_of_the_two() -
         "before": "b",
     }
     assert summary["gaps_under_delay"] == 0
-    assert summary["first_start"] == _iso(0) and summary["last_start"] == _iso(3.0)
+    assert summary["first_start"] == _iso(0) and summary["last_start"] == _iso(3.5)
+
+
+def _short_gaps(*requests: tuple[float, float | None], tolerance: float = 0.01) -> list[tuple[float, float]]:
+    """(start, delay in force) of each request in; (start of the second, its delay) of each short gap out."""
+    rows = [_row(start, start + 0.05, delay=delay) for start, delay in requests]
+    listed = summarize(rows, tolerance)["gaps_under_delay_listed"]
+    return [(float(g["before"].rpartition("/")[2]), g["delay_in_force"]) for g in listed]
+
+
+def test_a_gap_is_judged_against_the_delay_in_force_when_its_second_request_left() -> None:
+    # robots.txt left at the default 1 s; it said 0.5 s, which the pages kept
+    assert _short_gaps((0, 1.0), (1.0, 0.5), (1.5, 0.5), (2.0, 0.5)) == []
+    # a delay that fell lets the next request go sooner: the gap after the 1 s request is judged at 0.5 s
+    assert _short_gaps((0, 0.5), (0.5, 1.0), (1.0, 0.5)) == [(0.5, 1.0)]
+    # a delay that rose (a 429 learned from) holds the next request longer
+    assert _short_gaps((0, 0.5), (0.5, 0.5), (1.0, 2.0), (3.0, 2.0)) == [(1.0, 2.0)]
 
 
 @pytest.mark.parametrize(
-    ("gap", "tolerance", "violations"),
-    [(0.995, 0.01, 0), (0.99, 0.01, 0), (0.989, 0.01, 1), (0.5, 0.0, 1), (1.0, 0.0, 0)],
+    ("gap", "delay", "tolerance", "short"),
+    [
+        (0.995, 1.0, 0.01, False),
+        (0.99, 1.0, 0.01, False),  # exactly the delay less the tolerance
+        (0.990001, 1.0, 0.01, False),
+        (0.989999, 1.0, 0.01, True),  # a microsecond less
+        (0.5, 1.0, 0.01, True),
+        (1.0, 1.0, 0.0, False),
+        (0.999999, 1.0, 0.0, True),
+        (2.5, 1.0, 0.0, False),
+        (0.0, 0.5, 0.01, True),  # two starts in the same microsecond
+        (0.0, 0.0, 0.0, False),  # no delay: nothing is too soon
+        (0.0, 0.005, 0.01, False),  # a tolerance longer than the delay
+        (0.3, 0.1 + 0.2, 0.0, False),  # 0.30000000000000004 s: whole microseconds, not floating point
+        (0.7, 0.8, 0.1, False),  # 0.8 - 0.1 is 0.7000000000000001 in floating point
+        (0.699999, 0.8, 0.1, True),
+    ],
 )
-def test_gaps_shorter_than_the_delay_beyond_the_tolerance(gap: float, tolerance: float, violations: int) -> None:
-    summary = summarize([_row(0, 0.1), _row(gap, gap + 0.1)], tolerance)
-    assert summary["gaps_under_delay"] == violations
-    assert len(summary["gaps_under_delay_listed"]) == violations
+def test_a_gap_is_short_when_under_its_delay_by_more_than_the_tolerance(
+    gap: float, delay: float, tolerance: float, short: bool
+) -> None:
+    summary = summarize([_row(0, 0.01, delay=delay), _row(gap, gap + 0.01, delay=delay)], tolerance)
+    assert summary["gaps_under_delay"] == int(short)
+    assert len(summary["gaps_under_delay_listed"]) == int(short)
+    assert summary["smallest_gap"]["seconds"] == gap
 
 
-def test_a_gap_after_a_request_of_unknown_delay_is_no_violation() -> None:
-    summary = summarize([_row(0, 0.1, delay=None), _row(0.1, 0.2)], 0.01)
-    assert summary["gaps_under_delay"] == 0 and summary["smallest_gap"]["delay_in_force"] is None
+def test_times_far_from_zero_keep_their_microseconds() -> None:
+    start = 1_761_234_567.123456  # floating point holds about a quarter of a microsecond here
+    early = LoggedRequest("a", start, None, 200, "", 1.0)
+    for micros, short in ((989_999, True), (990_000, False)):
+        later = LoggedRequest("b", start + micros / 1e6, None, 200, "", 1.0)
+        assert Gap(early, later).micros == micros and Gap(early, later).short(0.01) is short
+
+
+def test_a_gap_ending_at_a_request_of_unknown_delay_is_not_judged() -> None:
+    assert _short_gaps((0, 1.0), (0.1, None)) == []
+    assert _short_gaps((0, None), (0.1, 1.0)) == [(0.1, 1.0)]  # one after it is
+    summary = summarize([_row(0, 0.1), _row(0.1, 0.2, delay=None)], 0.01)
+    assert summary["smallest_gap"]["delay_in_force"] is None
+
+
+def test_the_first_request_of_the_window_is_not_judged() -> None:
+    assert _short_gaps((5.0, 60.0)) == []
+    assert _short_gaps((5.0, 60.0), (6.0, 0.5)) == []
+
+
+def test_requests_of_the_same_start_are_taken_in_the_order_of_their_urls() -> None:
+    rows = [_row(1.0, delay=None, url="b"), _row(1.0, delay=0.5, url="a"), _row(0, delay=0.5, url="first")]
+    listed = [(g["after"], g["before"]) for g in summarize(rows, 0.01)["gaps_under_delay_listed"]]
+    assert listed == []  # first -> a at 1 s; a -> b, 0 s, but b's delay is unknown
+    rows = [_row(1.0, delay=0.5, url="b"), _row(1.0, delay=None, url="a"), _row(0, delay=0.5, url="first")]
+    listed = [(g["after"], g["before"]) for g in summarize(rows, 0.01)["gaps_under_delay_listed"]]
+    assert listed == [("a", "b")]
+
+
+def test_in_start_order_and_the_gaps_between() -> None:
+    requests = in_start_order([_row(2.0, url="c"), _row(0, url="a"), _row(0.5, url="b")])
+    assert [r.url for r in requests] == ["a", "b", "c"]
+    gaps = gaps_between(requests)
+    assert [(g.after.url, g.before.url, g.seconds, g.delay) for g in gaps] == [
+        ("a", "b", 0.5, 1.0),
+        ("b", "c", 1.5, 1.0),
+    ]
+    assert gaps_between(requests[:1]) == [] and gaps_between([]) == []
 
 
 def test_violations_are_counted_all_and_listed_up_to_a_limit() -> None:

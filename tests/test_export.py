@@ -8,6 +8,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,8 +36,8 @@ def _page(url: str, status: str, job: str, **fields: object) -> PageItem:
     return page_item(url, status, job_id=job, body=b"<html>", **fields)
 
 
-def _export(database: Database, *options: str) -> str:
-    result = subprocess.run(
+def _run_export(database: Database, *options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "scrapy", "export", "-s", f"DATABASE_URL={database.url}", *options],
         cwd=ROOT,
         capture_output=True,
@@ -44,6 +45,10 @@ def _export(database: Database, *options: str) -> str:
         timeout=60,
         env=crawl_environment(),
     )
+
+
+def _export(database: Database, *options: str) -> str:
+    result = _run_export(database, *options)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -82,3 +87,37 @@ def test_export_filters_rows_and_writes_json_lines_and_csv(database: Database) -
     )
     assert rows[0] == ["url", "status", "http_status"]
     assert sorted(rows[1:]) == [["https://a.example/", "fetched", "200"], ["https://a.example/down", "error", "503"]]
+
+
+def test_a_domain_named_by_its_host_alone_means_every_port_of_it(database: Database, tmp_path: Path) -> None:
+    _store(
+        database,
+        [
+            _page("http://127.0.0.17:8080/", "fetched", "j1"),
+            _page("http://127.0.0.12:8080/", "fetched", "j1"),
+            _page("http://127.0.0.12:8081/", "fetched", "j1"),
+            _page("http://127.0.0.120/", "fetched", "j1"),
+        ],
+    )
+    urls = [json.loads(line)["url"] for line in _export(database, "--domain", "127.0.0.17").splitlines()]
+    assert urls == ["http://127.0.0.17:8080/"]  # its one port
+    urls = [json.loads(line)["url"] for line in _export(database, "--domain", "127.0.0.12").splitlines()]
+    assert sorted(urls) == ["http://127.0.0.12:8080/", "http://127.0.0.12:8081/"]  # not 127.0.0.120
+    urls = [json.loads(line)["url"] for line in _export(database, "--domain", "127.0.0.12:8081").splitlines()]
+    assert urls == ["http://127.0.0.12:8081/"]
+    written = tmp_path / "pages.jsonl"
+    for name, hint in [
+        (
+            "127.0.0.1",
+            "known domains starting with 127.0.0.1: 127.0.0.12:8080, 127.0.0.12:8081, 127.0.0.120, 127.0.0.17:8080",
+        ),
+        ("127.0.0.17:9", "known domains starting with 127.0.0.17: 127.0.0.17:8080"),
+        ("other.example", "no known domain starts with other.example"),
+    ]:
+        result = _run_export(database, "--domain", name, "-o", str(written))
+        assert (result.returncode, result.stdout, result.stderr) == (
+            1,
+            "",
+            f"scrapy export: no pages of {name}; {hint}\n",
+        )
+        assert not written.exists()  # nothing to write: no file

@@ -215,6 +215,24 @@ def test_a_429_seen_by_one_process_blocks_the_domain_for_all(
     assert limiter_two.effective_delay("a") == pytest.approx(0.05)
 
 
+def test_a_process_reads_the_pacing_of_a_domain_another_one_started_before_its_first_request(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    policy = Policy(PolicyConfig(default_delay=1.0))
+    fetcher = RedisDomainLimiter(policy, _frontier(redis_client, crawl_name, clock))
+    fetcher.set_robots_delay("a", 0.5)  # the process that fetched robots.txt
+    other = RedisDomainLimiter(policy, _frontier(redis_client, crawl_name, clock))
+    loaded: list[str] = []
+    other.load_unread({"a"}, done=lambda: loaded.append("a"))
+    assert loaded == ["a"] and other.effective_delay("a") == 0.5
+    assert other.sent("a") == 0.5  # the delay recorded in force as its first request leaves
+    fetcher.set_robots_delay("a", 2.0)
+    other.load_unread({"a"}, done=lambda: loaded.append("again"))
+    assert loaded == ["a", "again"] and other.effective_delay("a") == 0.5  # read once: its transactions keep it
+    other.success("a")
+    assert other.effective_delay("a") == 2.0
+
+
 def test_a_request_is_marked_seen_in_the_step_that_queues_it(frontier: FrontierStore) -> None:
     seen = ("set", frontier.key("seen", "7"), "-1234567890123")
     assert frontier.push("a", 0, "http://a/0\t{}", seen=seen)

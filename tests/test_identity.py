@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler.identity import InvalidURL, UrlNormalizer, normalize_url, surt_key, url_hash
+from crawler.identity import (
+    InvalidURL,
+    UrlNormalizer,
+    host_order,
+    key_host,
+    named_domains,
+    normalize_url,
+    surt_key,
+    url_hash,
+)
 
 CONFORMANCE = Path(__file__).resolve().parent / "conformance" / "url_normalization.json"
 
@@ -66,6 +75,53 @@ def test_refused(url: str) -> None:
 def test_tracking_parameters_are_configurable() -> None:
     normalize = UrlNormalizer(["sid", "x_*"])
     assert normalize("http://e.com/?sid=1&x_a=2&utm_source=3") == "http://e.com/?utm_source=3"
+
+
+@pytest.mark.parametrize(
+    ("domain", "host"),
+    [
+        ("example.com", "example.com"),
+        ("example.com:8080", "example.com"),
+        ("127.0.0.12:8080", "127.0.0.12"),
+        ("[::1]", "[::1]"),
+        ("[::1]:8080", "[::1]"),
+        ("[::1", "[::1"),  # not a key the crawl makes: left as it is
+    ],
+)
+def test_the_host_of_a_domain_key(domain: str, host: str) -> None:
+    assert key_host(domain) == host
+
+
+STORED = ["127.0.0.12", "127.0.0.12:8080", "127.0.0.12:8081", "127.0.0.120:80", "[::1]:81", "[::1]:82"]
+
+
+@pytest.mark.parametrize(
+    ("name", "domains"),
+    [
+        ("127.0.0.12", ["127.0.0.12", "127.0.0.12:8080", "127.0.0.12:8081"]),  # every port, not 127.0.0.120
+        ("127.0.0.12:8081", ["127.0.0.12:8081"]),
+        (" 127.0.0.12:8080 ", ["127.0.0.12:8080"]),
+        ("127.0.0.120", ["127.0.0.120:80"]),  # its one port
+        ("127.0.0.12:9999", []),
+        ("127.0.0.1", []),
+        ("[::1]", ["[::1]:81", "[::1]:82"]),
+        ("[::1]:82", ["[::1]:82"]),
+        ("EXAMPLE.com", []),
+    ],
+)
+def test_the_domains_a_name_means(name: str, domains: list[str]) -> None:
+    assert named_domains(name, reversed(STORED)) == domains
+
+
+def test_domains_sort_by_host_then_port() -> None:
+    stored = ["127.0.0.120:80", "127.0.0.12:8081", "127.0.0.12", "127.0.0.12:8080", "[::1]:81"]
+    assert sorted(stored, key=host_order) == [
+        "127.0.0.12",
+        "127.0.0.12:8080",
+        "127.0.0.12:8081",
+        "127.0.0.120:80",
+        "[::1]:81",
+    ]
 
 
 def test_cache_is_bounded_and_consistent() -> None:

@@ -1,5 +1,13 @@
-"""``scrapy audit DOMAIN [--since WHEN] [--job JOB] [--json]``: what the crawler did to a site,
-from its request log and robots.txt decisions (``crawler.control.site_audit.summarize``)."""
+"""``scrapy audit NAME [--since WHEN] [--job JOB] [--tolerance S] [--json] [--html FILE]``: what
+the crawler did to a site, from its request log and robots.txt decisions
+(``crawler.control.site_audit``), as text, JSON, or an HTML page for the site's owner.
+
+NAME is a domain as stored (``host:port``), or a host without its port, which means the host on
+every port it was crawled at: each port is a domain of its own, paced on its own, so each gets a
+report of its own (with ``--json``, an object of summaries by domain when there are several). A
+name that means no domain of the request log gets a one-line hint on standard error, the known
+domains that start with its host, and exit status 1.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +15,17 @@ import argparse
 import asyncio
 import json
 import re
+import sys
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from pathlib import Path
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.control.site_audit import summarize
+from crawler.control.audit_html import DomainAudit, audit_page
+from crawler.control.audit_report import text_report
+from crawler.control.domain_names import NamedDomains, look_up
+from crawler.control.site_audit import in_start_order, summarize
 from crawler.storage import open_backend
 from crawler.storage.observations import logged_requests, robots_decisions
 
@@ -34,12 +46,18 @@ def parse_since(value: str, now: datetime) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
+def scope(since: datetime | None, job: str | None) -> str:
+    """The window audited, in words."""
+    words = f"Requests started since {since.isoformat()}" if since is not None else "Every request logged"
+    return f"{words}, of job {job}." if job else f"{words}."
+
+
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
 
     def syntax(self) -> str:
-        return "DOMAIN [--since WHEN] [--job JOB] [--json]"
+        return "NAME [--since WHEN] [--job JOB] [--tolerance S] [--json] [--html FILE]"
 
     def short_desc(self) -> str:
         return "What the crawler did to a site: requests, spacing, concurrency, 429s, robots.txt"
@@ -52,52 +70,40 @@ class Command(ScrapyCommand):
             "--tolerance", type=float, default=0.010, help="seconds a gap may fall short of the delay (default 0.010)"
         )
         parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+        parser.add_argument("--html", metavar="FILE", help="also write the report as a self-contained HTML page")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
-            raise UsageError("name one domain (as stored: host, or host:port)")
+            raise UsageError("name one domain: host:port as stored, or a host for every port of it")
+        if opts.tolerance < 0:
+            raise UsageError(f"--tolerance takes seconds, at least 0, not {opts.tolerance}")
         since = parse_since(opts.since, datetime.now(UTC)) if opts.since else None
-        summary = asyncio.run(self._summary(args[0].strip().lower(), since, opts.job, opts.tolerance))
-        print(json.dumps(summary, indent=2) if opts.json else report(args[0], summary))
+        named, audits = asyncio.run(self._audits(args[0], since, opts.job, opts.tolerance))
+        if not audits:
+            print(f"scrapy audit: no requests logged for {named.name}; {named.hint()}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        if opts.html:
+            Path(opts.html).write_text(audit_page(named.name, scope(since, opts.job), audits), encoding="utf-8")
+            print(f"HTML report written to {opts.html}", file=sys.stderr)
+        if opts.json:
+            summaries = {audit.domain: audit.summary for audit in audits}
+            print(json.dumps(audits[0].summary if len(audits) == 1 else summaries, indent=2))
+        else:
+            print("\n\n".join(text_report(audit.domain, audit.summary) for audit in audits))
 
-    async def _summary(self, domain: str, since: datetime | None, job: str | None, tolerance: float) -> dict[str, Any]:
+    async def _audits(
+        self, name: str, since: datetime | None, job: str | None, tolerance: float
+    ) -> tuple[NamedDomains, list[DomainAudit]]:
         backend = open_backend(self.settings.get("DATABASE_URL"))
         await backend.open()
         try:
-            rows = await logged_requests(backend, domain, since, job)
-            decisions = await robots_decisions(backend, domain, since, job)
+            named = await look_up(backend, "request_log", name)
+            audits = []
+            for domain in named.domains:
+                rows = await logged_requests(backend, domain, since, job)
+                decisions = await robots_decisions(backend, domain, since, job)
+                audits.append(DomainAudit(domain, summarize(rows, tolerance, decisions), in_start_order(rows)))
         finally:
             await backend.close()
-        return summarize(rows, tolerance, decisions)
-
-
-def report(domain: str, summary: dict[str, Any]) -> str:
-    """The summary for people."""
-    lines = [f"{domain}: {summary['requests']} requests"]
-    if summary["requests"]:
-        lines[0] += f" from {summary['first_start']} to {summary['last_start']}"
-        lines.append("  outcomes: " + ", ".join(f"{k} x{v}" for k, v in summary["outcomes"].items()))
-    gap = summary["smallest_gap"]
-    if gap is not None:
-        delay = "unknown" if gap["delay_in_force"] is None else f"{gap['delay_in_force']:.3f} s"
-        lines.append(
-            f"  smallest gap between two starts: {gap['seconds']:.3f} s (delay in force {delay}) at {gap['at']}"
-        )
-    lines.append(
-        f"  gaps shorter than the delay (tolerance {summary['delay_tolerance']:.3f} s): {summary['gaps_under_delay']}"
-    )
-    for gap in summary["gaps_under_delay_listed"]:
-        lines.append(
-            f"    {gap['at']}: {gap['seconds']:.3f} s < {gap['delay_in_force']:.3f} s, {gap['after']} -> {gap['before']}"
-        )
-    if summary["max_in_flight_at"] is not None:
-        lines.append(f"  most in flight at once: {summary['max_in_flight']} (from {summary['max_in_flight_at']})")
-    lines.append(f"  429 answers: {summary['responses_429']}")
-    for refusal in summary["responses_429_listed"]:
-        waited = "no request after it" if refusal["waited"] is None else f"next request {refusal['waited']:.3f} s later"
-        lines.append(f"    {refusal['at']}: {refusal['url']}, {waited}")
-    lines.append("  robots.txt decisions:" + ("" if summary["robots"] else " none"))
-    for group in summary["robots"]:
-        verdict = "allowed" if group["allowed"] else "disallowed"
-        lines.append(f"    {verdict} x{group['decisions']} by {group['rule'] or 'no rule'} (e.g. {group['example']})")
-    return "\n".join(lines)
+        return named, audits

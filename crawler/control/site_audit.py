@@ -3,11 +3,25 @@ owner's complaint. Pure: ``request_log`` rows (and ``robots_decisions`` rows) in
 summary out; ``scrapy audit`` and the API both print it.
 
 - requests, and their statuses or errors;
-- the smallest gap between two request starts, against the delay in force when the first of the
-  two left, and every gap shorter than that delay by more than ``delay_tolerance``;
+- the gaps between request starts, each judged against the delay that applied to it (below): the
+  smallest, and every gap shorter than its delay by more than ``delay_tolerance``;
 - the most requests in flight at once;
 - each 429, and how long the crawler waited after it before the next request;
 - robots.txt decisions grouped by the rule that made them.
+
+How a gap is judged. A request starts when it left for the network, and its delay in force is
+the domain's delay at that moment (``request_log.delay_in_force``) as the process that sent it
+knew it (in a shared crawl, its copy of the domain's shared state). Taken in the order they
+started, whichever process sent them, each request B after a request A makes a gap: B's start
+less A's. The gap is judged against B's delay: a request leaves once the delay in force *as it
+leaves* has passed since the domain's last request left (the download handler asks for the delay
+again until then), so a delay that fell after A left (robots.txt read, a probe down) lets B go
+sooner, and one that rose (a 429 learned from) holds B longer. The gap is short when it is less
+than B's delay by more than the tolerance: ``gap < delay - tolerance``, counted in whole
+microseconds (the resolution of the stored times), so that a gap exactly at ``delay - tolerance``
+is not short whatever floating point makes of the numbers. Not judged: a gap whose B has no
+recorded delay, and the first request of the window (the one before it lies outside). Requests
+that started at the same microsecond make a gap of 0, and are taken in the order of their URLs.
 """
 
 from __future__ import annotations
@@ -47,30 +61,63 @@ class LoggedRequest:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """The time between two consecutive starts, and the delay it is judged against (``before``'s)."""
+
+    after: LoggedRequest
+    before: LoggedRequest
+
+    @property
+    def micros(self) -> int:
+        """Whole microseconds, the resolution of the stored times."""
+        return _micros(self.before.started) - _micros(self.after.started)
+
+    @property
+    def seconds(self) -> float:
+        return self.micros / 1e6
+
+    @property
+    def delay(self) -> float | None:
+        return self.before.delay
+
+    def short(self, tolerance: float) -> bool:
+        """Shorter than its delay by more than ``tolerance``; never when the delay is unknown."""
+        return self.delay is not None and self.micros < _micros(self.delay) - _micros(tolerance)
+
+
+def in_start_order(rows: Iterable[Mapping[str, Any]]) -> list[LoggedRequest]:
+    """``request_log`` rows as requests, by start (rows of the same start by URL)."""
+    return sorted((LoggedRequest.of(row) for row in rows), key=lambda r: (r.started, r.url))
+
+
+def gaps_between(requests: list[LoggedRequest]) -> list[Gap]:
+    """The gap between each request and the next, of requests in start order."""
+    return [Gap(a, b) for a, b in zip(requests, requests[1:])]
+
+
 def summarize(
     rows: Iterable[Mapping[str, Any]], delay_tolerance: float, robots_decisions: Iterable[Mapping[str, Any]] = ()
 ) -> dict[str, Any]:
     """``rows`` are ``request_log`` rows as mappings of column names (times as datetimes, ISO
     text or Unix seconds); ``robots_decisions`` are rows with ``url``, ``allowed`` and
     ``matched_rule``."""
-    requests = sorted((LoggedRequest.of(row) for row in rows), key=lambda r: r.started)
-    gaps = [_gap(a, b) for a, b in zip(requests, requests[1:])]
-    violations = [
-        g for g in gaps if g["delay_in_force"] is not None and g["seconds"] < g["delay_in_force"] - delay_tolerance
-    ]
+    requests = in_start_order(rows)
+    gaps = gaps_between(requests)
+    short = [gap for gap in gaps if gap.short(delay_tolerance)]
     in_flight, in_flight_at = max_in_flight(requests)
     refusals = [_refusal(r, requests) for r in requests if r.status == 429]
     return {
         "requests": len(requests),
-        "first_start": _iso(requests[0].started) if requests else None,
-        "last_start": _iso(requests[-1].started) if requests else None,
+        "first_start": iso_time(requests[0].started) if requests else None,
+        "last_start": iso_time(requests[-1].started) if requests else None,
         "outcomes": dict(sorted(Counter(_outcome(r) for r in requests).items())),
-        "smallest_gap": min(gaps, key=lambda g: g["seconds"]) if gaps else None,
+        "smallest_gap": _gap(min(gaps, key=lambda g: g.seconds)) if gaps else None,
         "delay_tolerance": delay_tolerance,
-        "gaps_under_delay": len(violations),
-        "gaps_under_delay_listed": violations[:MAX_LISTED],
+        "gaps_under_delay": len(short),
+        "gaps_under_delay_listed": [_gap(gap) for gap in short[:MAX_LISTED]],
         "max_in_flight": in_flight,
-        "max_in_flight_at": None if in_flight_at is None else _iso(in_flight_at),
+        "max_in_flight_at": None if in_flight_at is None else iso_time(in_flight_at),
         "responses_429": len(refusals),
         "responses_429_listed": refusals[:MAX_LISTED],
         "robots": robots_summary(robots_decisions),
@@ -105,20 +152,20 @@ def robots_summary(decisions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any
     ]
 
 
-def _gap(first: LoggedRequest, second: LoggedRequest) -> dict[str, Any]:
+def _gap(gap: Gap) -> dict[str, Any]:
     return {
-        "seconds": round(second.started - first.started, 6),  # times are kept to the microsecond
-        "delay_in_force": first.delay,
-        "at": _iso(second.started),
-        "after": first.url,
-        "before": second.url,
+        "seconds": gap.seconds,
+        "delay_in_force": gap.delay,
+        "at": iso_time(gap.before.started),
+        "after": gap.after.url,
+        "before": gap.before.url,
     }
 
 
 def _refusal(refused: LoggedRequest, requests: list[LoggedRequest]) -> dict[str, Any]:
     end = refused.ended if refused.ended is not None else refused.started
     following = [r.started for r in requests if r.started >= end and r is not refused]
-    return {"url": refused.url, "at": _iso(end), "waited": round(min(following) - end, 6) if following else None}
+    return {"url": refused.url, "at": iso_time(end), "waited": round(min(following) - end, 6) if following else None}
 
 
 def _outcome(request: LoggedRequest) -> str:
@@ -130,5 +177,10 @@ def seconds(value: datetime | str | float) -> float:
     return float(value) if isinstance(value, int | float) else unix_time(value)  # type: ignore[return-value]
 
 
-def _iso(time: float) -> str:
+def _micros(seconds: float) -> int:
+    return round(seconds * 1_000_000)
+
+
+def iso_time(time: float) -> str:
+    """Unix seconds as ISO 8601 text in UTC, as the summary gives times."""
     return datetime.fromtimestamp(time, UTC).isoformat()

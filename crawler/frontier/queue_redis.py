@@ -38,6 +38,7 @@ from crawler.frontier.codec import RequestCodec, UnserializableRequest
 from crawler.frontier.meta import NOT_BEFORE
 from crawler.frontier.unfetched import record_outcome
 from crawler.frontier.wakeup import EngineWakeup
+from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.politeness.slots import DOMAIN, HOLDER, LEAVE_AT, RESERVATION, domain_key
 from crawler.redis.link import Op
 from crawler.redis.store import FrontierSizes, FrontierStore, PopBatch, Popped, parse_pop
@@ -123,8 +124,10 @@ class RedisFrontierQueue(Base):
         self._tasks: list[asyncio.Task[None]] = []
         # Leases that expired while Redis was away are renewed before a pop could reclaim them.
         self.link.first_on_retry.append(self._renewal)
-        self.limiter = services.limiter
-        self.limiter.watch(self.may_be_ready)
+        limiter = services.limiter
+        assert isinstance(limiter, RedisDomainLimiter), "the shared frontier paces with the shared limiter"
+        self.limiter = limiter
+        limiter.watch(self.may_be_ready)
         crawler.signals.connect(self.rows_committed, signal=rows_committed)
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
         crawler.signals.connect(self.domain_blocked, signal=domain_blocked)
@@ -221,10 +224,15 @@ class RedisFrontierQueue(Base):
                     self._give_back(popped.domain, [request])  # popped before this process's block reached Redis
                 else:
                     requests.append(request)
+        # What other processes made known of the domains and this one has not read, brought here
+        # before their requests go: the pacing (the delay their robots.txt set), then the rules.
+        domains = {request.meta[DOMAIN] for request in requests}
+        self.limiter.load_unread(domains, done=lambda: self._with_rules(domains, requests, batch))
+
+    def _with_rules(self, domains: set[str], requests: list[Request], batch: PopBatch) -> None:
         robots = self.robots
-        missing = {domain_key(r) for r in requests if robots is not None and not robots.ready(domain_key(r))}
+        missing = {domain for domain in domains if robots is not None and not robots.ready(domain)}
         if robots is not None and robots.shared_cache is not None and missing:
-            # Rules another process stored, brought here before their domain's requests go.
             robots.shared_cache.load(missing, done=lambda: self._at_hand(requests, batch))
         else:
             self._at_hand(requests, batch)

@@ -1,7 +1,7 @@
-"""URL identity: the normal form, its hash and its SURT key, and the host the crawl keys it by;
-and the id of a crawl (``crawls``)."""
+"""URL identity: the normal form, its hash and its SURT key, and the host the crawl keys it by
+(and the keys a host names); and the id of a crawl (``crawls``)."""
 
-from crawler.identity.hosts import host_of, netloc_key, site_of
+from crawler.identity.hosts import host_of, host_order, key_host, named_domains, netloc_key, site_of
 from crawler.identity.normalize import (
     DEFAULT_TRACKING_PARAMS,
     InvalidURL,
@@ -16,6 +16,9 @@ __all__ = [
     "InvalidURL",
     "UrlNormalizer",
     "host_of",
+    "host_order",
+    "key_host",
+    "named_domains",
     "netloc_key",
     "normalize_url",
     "site_of",

@@ -12,9 +12,12 @@ process stops every process at its next pop.
 
 Nothing here waits for Redis: every call is queued on the crawl's link (``RedisLink``) and
 answered from this process's copy of each domain's state (``states``), which every transaction
-brings up to date. A slot for a request this process keeps (``try_start``) is asked for and
-granted later: the domain is then said to be ready (``may_be_ready``) and the next
-``try_start`` takes the grant.
+brings up to date, and which the shared frontier reads before the first request of a domain
+leaves from this process (``load_unread``): of a domain another process started, the copy would
+otherwise be the default state, without the delay robots.txt set there, and the request would be
+held and recorded by a delay that did not space it. A slot for a request this process keeps
+(``try_start``) is asked for and granted later: the domain is then said to be ready
+(``may_be_ready``) and the next ``try_start`` takes the grant.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import asdict
 from typing import Any, TypeVar
 
@@ -66,26 +69,48 @@ class RedisDomainLimiter(DomainLimiter):
         self.link = link or RedisLink(store.client)
         self._grants: dict[str, tuple[str, str]] = {}  # domain -> (holder, reservation) granted, unused
         self._asking: set[str] = set()
+        self._read: set[str] = set()
+        """Domains whose shared state this process has read (an answer of Redis): until then its
+        copy of a domain is the default state, which knows no robots.txt delay."""
 
     def _op(self, operation: str, *args: Any, done: Callable[[Any], None] | None = None) -> None:
         store = self.store
         self.link.submit(Op(send=lambda pipe: store.call(operation, *args, client=pipe), done=done))
 
     # --- state -------------------------------------------------------------------------------
-    def refresh(self, domain: str) -> None:
-        """Bring this process's copy of the domain's state up to date (soon)."""
+    def refresh(self, domain: str, done: Callable[[], None] | None = None) -> None:
+        """Bring this process's copy of the domain's state up to date (soon), then call ``done``."""
         key = self.store.domain_key(domain)
-        self.link.submit(
-            Op(
-                send=lambda pipe: pipe.hmget(key, "state", *_SLOT_FIELDS),
-                done=lambda f: self._keep(domain, f and _decode(f)),
-            )
-        )
+
+        def keep(fields: Any) -> None:
+            self._keep(domain, fields and _decode(fields))
+            if done is not None:
+                done()
+
+        self.link.submit(Op(send=lambda pipe: pipe.hmget(key, "state", *_SLOT_FIELDS), done=keep))
+
+    def load_unread(self, domains: Iterable[str], done: Callable[[], None]) -> None:
+        """Read the shared state of those of ``domains`` this process has not read yet, then call
+        ``done``; before their requests leave from this process, whose departures are held and
+        recorded by the delay of this copy."""
+        unread = [domain for domain in domains if domain not in self._read]
+        if not unread:
+            done()
+            return
+        for domain in unread[:-1]:
+            self.refresh(domain)
+        self.refresh(unread[-1], done)  # the link answers in order: this answer comes last
 
     def _keep(self, domain: str, state: DomainState | None) -> None:
         if state is not None:
             state.inflight = self.state(domain).inflight  # this process's own, not shared
             self.states[domain] = state
+            self._read.add(domain)
+
+    def evict_idle(self, now: float, idle_seconds: float, keep: Container[str] = ()) -> list[str]:
+        evicted = super().evict_idle(now, idle_seconds, keep)
+        self._read.difference_update(evicted)  # read again if they come back
+        return evicted
 
     def _apply(self, domain: str, change: Change[T]) -> T:
         """Apply ``change`` to this process's copy now (the answer), and to the shared state

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from crawler.identity import key_host
 from crawler.politeness.policy import DomainState
 
 EVERY_DOMAIN = "*"
@@ -100,7 +101,7 @@ class ControlTable:
 
 def _lookup(patterns: Mapping[str, DomainControl], domain: str) -> DomainControl:
     domain = domain.lower()
-    host = _host(domain)
+    host = key_host(domain)
     for exact in (domain, host):
         if exact in patterns:
             return patterns[exact]
@@ -114,10 +115,3 @@ def _lookup(patterns: Mapping[str, DomainControl], domain: str) -> DomainControl
     # The whole crawl's pause is the engine's (it also stops domains not seen yet); a domain's
     # own pause comes from its own entry.
     return DomainControl(control.concurrency, control.min_delay) if control.paused else control
-
-
-def _host(domain: str) -> str:
-    """The host of ``host:port`` (``[v6]:port`` too)."""
-    if domain.startswith("["):
-        return domain[: domain.index("]") + 1] if "]" in domain else domain
-    return domain.partition(":")[0]

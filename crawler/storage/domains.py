@@ -31,6 +31,20 @@ async def valid_robots_files(backend: StorageBackend, now: datetime) -> list[tup
     )
 
 
+DOMAIN_TABLES = frozenset({"pages", "request_log"})
+"""Tables whose ``domain`` column ``domains_starting_with`` reads."""
+
+
+async def domains_starting_with(backend: StorageBackend, table: str, prefix: str) -> list[str]:
+    """The distinct domains of ``table`` (one of ``DOMAIN_TABLES``) that start with ``prefix``."""
+    assert table in DOMAIN_TABLES, table
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    rows = await backend.execute(
+        f"SELECT DISTINCT domain FROM {table} WHERE domain LIKE ? ESCAPE '\\'", (escaped + "%",)
+    )
+    return [domain for (domain,) in rows]
+
+
 ROBOTS_FILE_COLUMNS = tuple(column for column in ROBOTS_COLUMNS if column != "updated_at")
 
 

@@ -3,7 +3,7 @@ in batches), keyset pages of rows for exports and the API, and purges."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -59,15 +59,16 @@ async def _by_url(
 
 
 async def page_rows(
-    backend: StorageBackend, columns: Iterable[str], filters: Mapping[str, str]
+    backend: StorageBackend, columns: Iterable[str], filters: Mapping[str, Sequence[str]]
 ) -> AsyncIterator[tuple[Any, ...]]:
-    """``columns`` of every page whose ``filters`` columns equal their values, in ``id`` order:
-    keyset pages over the id, constant memory on tables of any size."""
-    where = "".join(f" AND {column} = ?" for column in filters)
+    """``columns`` of every page whose ``filters`` columns hold one of their values, in ``id``
+    order: keyset pages over the id, constant memory on tables of any size."""
+    where = "".join(f" AND {column} IN ({_marks(list(values))})" for column, values in filters.items())
     sql = f"SELECT id, {', '.join(columns)} FROM pages WHERE id > ?{where} ORDER BY id LIMIT {EXPORT_CHUNK}"
+    values = [value for accepted in filters.values() for value in accepted]
     last = 0
     while True:
-        rows = await backend.execute(sql, (last, *filters.values()))
+        rows = await backend.execute(sql, (last, *values))
         for row in rows:
             yield row[1:]
         if len(rows) < EXPORT_CHUNK:
