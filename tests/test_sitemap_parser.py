@@ -178,6 +178,25 @@ def test_rss_and_atom() -> None:
     assert entry.loc == "https://e.com/post" and entry.lastmod == datetime(2003, 12, 13, 18, 30, 2, tzinfo=UTC)
 
 
+def test_atom_0_3_dates_and_the_last_change_before_the_publication() -> None:
+    atom03 = (
+        b'<feed version="0.3" xmlns="http://purl.org/atom/ns#">'
+        b'<entry><link rel="alternate" type="text/html" href="https://e.com/a"/>'
+        b"<issued>2003-12-13T08:29:29-04:00</issued><modified>2003-12-13T18:30:02Z</modified></entry>"
+        b'<entry><link href="https://e.com/b"/><issued>2004-01-02T03:04:05Z</issued></entry></feed>'
+    )
+    a, b = parse_sitemap(atom03, "https://e.com/atom.xml").entries
+    assert (a.loc, a.lastmod) == ("https://e.com/a", datetime(2003, 12, 13, 18, 30, 2, tzinfo=UTC))
+    assert (b.loc, b.lastmod) == ("https://e.com/b", datetime(2004, 1, 2, 3, 4, 5, tzinfo=UTC))
+    atom10 = (
+        b'<feed xmlns="http://www.w3.org/2005/Atom"><entry><link href="https://e.com/c"/>'
+        b"<published>2020-01-01T00:00:00Z</published><updated>not a date</updated>"
+        b"<updated>2021-06-07T08:09:10Z</updated></entry></feed>"
+    )
+    (c,) = parse_sitemap(atom10, "https://e.com/atom.xml").entries
+    assert c.lastmod == datetime(2021, 6, 7, 8, 9, 10, tzinfo=UTC)
+
+
 def test_size_cap_applies_to_plain_documents() -> None:
     with pytest.raises(SitemapError, match="larger"):
         parse_sitemap(b"https://e.com/x\n" * 1000, "https://e.com/s.txt", max_size=1000)

@@ -32,6 +32,8 @@ STRICT_NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
 CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 _GZIP_MAGIC = b"\x1f\x8b"
 _XML_ROOTS: dict[str, Kind] = {"urlset": "urlset", "sitemapindex": "index", "rss": "rss", "RDF": "rss", "feed": "atom"}
+# An Atom entry's last change, best first: Atom 1.0 then 0.3 names, its publication if no change is given.
+_ATOM_DATES = ("updated", "modified", "published", "issued")
 
 
 class SitemapError(ValueError):
@@ -178,15 +180,15 @@ def _rss_entries(root: lxml.etree._Element, url: str):
 
 def _atom_entries(root: lxml.etree._Element, url: str):
     for entry in root.iter("{*}entry"):
-        updated = None
+        dates: dict[str, datetime | None] = {}
         loc = ""
         for child in entry:
             local = _split_tag(child.tag)[1]
             if local == "link" and child.get("rel", "alternate") == "alternate" and not loc:
                 loc = urljoin(url, (child.get("href") or "").strip())
-            elif local in ("updated", "published") and updated is None:
-                updated = parse_date(_text(child))
-        yield SitemapEntry(loc, updated)
+            elif local in _ATOM_DATES and dates.get(local) is None:
+                dates[local] = parse_date(_text(child))
+        yield SitemapEntry(loc, next((dates[name] for name in _ATOM_DATES if dates.get(name)), None))
 
 
 def _keep_valid(document: SitemapDocument, url: str, strict: bool) -> SitemapDocument:
