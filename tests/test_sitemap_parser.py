@@ -197,6 +197,52 @@ def test_atom_0_3_dates_and_the_last_change_before_the_publication() -> None:
     assert c.lastmod == datetime(2021, 6, 7, 8, 9, 10, tzinfo=UTC)
 
 
+INDEX = b"""<?xml version="1.0" encoding="UTF-8"?>
+<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<sitemap><loc>https://e.com/s1.xml</loc><lastmod>2024-01-01</lastmod></sitemap>
+<sitemap><loc>https://e.com/s2.xml</loc></sitemap>
+</sitemapindex>"""
+RSS = b"""<rss version="2.0"><channel><link>https://e.com/</link>
+<item><link>https://e.com/news/1</link><pubDate>Sun, 06 Sep 2009 16:20:00 +0000</pubDate></item>
+<item><guid>https://e.com/news/2</guid></item>
+</channel></rss>"""
+ATOM = b"""<feed xmlns="http://www.w3.org/2005/Atom"><link href="https://e.com/"/>
+<entry><link href="https://e.com/post/1"/><updated>2003-12-13T18:30:02Z</updated></entry>
+<entry><link rel="alternate" href="https://e.com/post/2"/></entry>
+</feed>"""
+
+
+@pytest.mark.parametrize("document", [URLSET, INDEX, RSS, ATOM], ids=["urlset", "index", "rss", "atom"])
+def test_a_document_cut_anywhere_yields_no_partial_value(document: bytes) -> None:
+    whole = parse_sitemap(document, "https://e.com/sitemap.xml").entries
+    for end in range(1, len(document)):
+        try:
+            entries = parse_sitemap(document[:end], "https://e.com/sitemap.xml").entries
+        except SitemapError:  # cut before the root element was read
+            continue
+        # Each entry read is one of the whole document's, without the fields cut off.
+        assert [e.loc for e in entries] == [e.loc for e in whole[: len(entries)]], document[:end]
+        for entry, expected in zip(entries, whole):
+            assert entry.lastmod in (None, expected.lastmod), document[:end]
+            assert entry.changefreq in (None, expected.changefreq), document[:end]
+            assert entry.priority in (None, expected.priority), document[:end]
+
+
+def test_an_entry_cut_short_inside_its_loc_is_dropped_and_named() -> None:
+    cut = URLSET[: URLSET.index(b"https://e.com/b") + len(b"https://e.com/")]
+    document = parse_sitemap(cut, "https://e.com/sitemap.xml")
+    assert [e.loc for e in document.entries] == ["https://e.com/a"]
+    assert document.problems[0].startswith("malformed XML")
+    assert document.problems[1] == "cut short inside its last entry, which was dropped"
+
+
+def test_a_document_cut_between_entries_keeps_them_all() -> None:
+    cut = URLSET[: URLSET.rindex(b"</urlset>")]
+    document = parse_sitemap(cut, "https://e.com/sitemap.xml")
+    assert [e.loc for e in document.entries] == ["https://e.com/a", "https://e.com/b"]
+    assert len(document.problems) == 1 and document.problems[0].startswith("malformed XML")
+
+
 def test_size_cap_applies_to_plain_documents() -> None:
     with pytest.raises(SitemapError, match="larger"):
         parse_sitemap(b"https://e.com/x\n" * 1000, "https://e.com/s.txt", max_size=1000)
