@@ -64,6 +64,7 @@ WEB_SITES = {
     "fallback": "fallback",
     "index-fallback": "index-fallback",
     "no-sitemap": "no-sitemap",
+    "sitemap-quirks": "sitemap-quirks",
     "hostile": "hostile",
     "heavy": "heavy:pages=300,links=200",
     "delayed": "paced:crawl_delay=0.3,pages=12",

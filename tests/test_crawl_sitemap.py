@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
-from tests.testweb.sites import FallbackSitemapSite, IndexFallbackSite, SitemapSite
+from tests.testweb.sites import FallbackSitemapSite, IndexFallbackSite, SitemapQuirksSite, SitemapSite
 
 pytestmark = pytest.mark.integration
 
@@ -84,6 +84,23 @@ def test_without_any_sitemap_the_given_url_is_crawled(web: TestWeb, database: Da
     assert _pages(rows) == {"/deep/page"}
     assert rows["/deep/page"]["status"] == "fetched"
     assert "/other" not in {entry.path for entry in web.log("no-sitemap")}
+
+
+@pytest.mark.parametrize("obey", ["True", "False"], ids=["rules-of-the-robots-service", "robots-not-obeyed"])
+def test_a_site_map_line_is_read_as_search_engines_read_it(web: TestWeb, database: Database, obey: str) -> None:
+    rows = _crawl_sitemap(web, database, "sitemap-quirks", settings={"ROBOTSTXT_OBEY": obey})
+    assert rows["/maps/hyphenated.xml"]["status"] == "sitemap"
+    assert set(SitemapQuirksSite.HYPHENATED_PAGES) <= _pages(rows)
+
+
+def test_an_entry_cut_short_is_dropped_and_its_sitemap_row_says_so(web: TestWeb, database: Database) -> None:
+    rows = _crawl_sitemap(web, database, "sitemap-quirks")
+    assert set(SitemapQuirksSite.CUT_PAGES) <= _pages(rows)
+    assert SitemapQuirksSite.CUT_SHORT not in rows
+    assert SitemapQuirksSite.CUT_SHORT not in {entry.path for entry in web.log("sitemap-quirks")}
+    cut = rows["/maps/cut.xml"]
+    assert cut["status"] == "sitemap" and cut["links_count"] == len(SitemapQuirksSite.CUT_PAGES)
+    assert "cut short" in cut["error"]
 
 
 def test_sitemap_url_as_seed(web: TestWeb, database: Database) -> None:

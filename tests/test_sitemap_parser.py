@@ -7,10 +7,11 @@ import gzip
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
-from scrapy.utils.sitemap import sitemap_urls_from_robots
 
+from crawler.robots.rules import RobotsRules
 from crawler.sitemaps import SitemapError, parse_sitemap
 from crawler.sitemaps.dates import parse_date
 
@@ -82,8 +83,17 @@ def test_scrapy_sitemap_cases() -> None:
         if "expected_type" in case:
             assert document.kind == {"urlset": "urlset", "sitemapindex": "index"}[case["expected_type"]]
     for case in data["robots_sitemap_lines"]:
-        robots = case["robots_txt"].encode()
-        assert list(sitemap_urls_from_robots(robots, base_url=case["base_url"])) == case["expected_sitemaps"]
+        assert _robots_sitemaps(case["robots_txt"], case["base_url"]) == case["expected_sitemaps"]
+
+
+def _robots_sitemaps(robots_txt: str, robots_url: str) -> list[str]:
+    """The sitemaps robots.txt lists, as the sitemap spider reads them."""
+    return [urljoin(robots_url, url) for url in RobotsRules.parse(robots_txt, "*").sitemaps]
+
+
+def test_robots_sitemap_lines_in_the_spellings_search_engines_accept() -> None:
+    robots = "User-agent: *\nSitemap: /a.xml\nSitemaps: https://e.com/b.xml\nSite-map: c.xml\nsitemap /d.xml\n"
+    assert _robots_sitemaps(robots, "https://e.com/robots.txt") == [f"https://e.com/{n}.xml" for n in "abcd"]
 
 
 URLSET = b"""<?xml version="1.0" encoding="UTF-8"?>

@@ -4,7 +4,9 @@ A seed may be a domain, a home page, a deep page, a robots.txt URL or a sitemap 
 Sitemaps are found in robots.txt ``Sitemap:`` lines, else at the fallback paths; indexes are
 followed recursively with loop and depth guards. With no sitemap at all, the seed is crawled.
 Scrapy's ``SitemapSpider`` is not subclassed: its parser reads XML only and drops entries
-with several ``loc``; ``scrapy.utils.sitemap.sitemap_urls_from_robots`` is reused.
+with several ``loc``. robots.txt is read once, by the crawl's robots.txt rules (Protego's, which
+take ``Sitemaps`` and ``Site-map`` as search engines do; ``sitemap_urls_from_robots`` takes
+``Sitemap`` alone).
 """
 
 from __future__ import annotations
@@ -12,16 +14,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Iterator
 from datetime import UTC, datetime
 from functools import partial
+from urllib.parse import urljoin
 
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
-from scrapy.utils.sitemap import sitemap_urls_from_robots
 from twisted.python.failure import Failure
 
 from crawler.extraction.budget import BudgetExceeded
 from crawler.identity import InvalidURL, url_hash
 from crawler.items import PageItem, SitemapEntryItem
+from crawler.robots.rules import RobotsRules
 from crawler.sitemaps import SitemapDocument, SitemapError, parse_sitemap
 from crawler.sitemaps.discovery import (
     Discovery,
@@ -65,12 +68,19 @@ class SitemapCrawlSpider(BaseCrawlSpider):
 
     def parse_robots(self, response: Response) -> Iterator[Request | PageItem]:
         discovery: Discovery = response.meta["discovery"]
-        listed = [u for u in sitemap_urls_from_robots(response.body, base_url=response.url)]
+        listed = [urljoin(response.url, url) for url in self._robots_rules(response).sitemaps]
         self.crawler.stats.inc_value("sitemap/robots_listed", len(listed))
         if listed:
             yield from self._sitemap_requests(discovery, listed, depth=0)
         if discovery.pending == 0:
             yield from self._next_phase(discovery, discovery.advance())
+
+    def _robots_rules(self, response: Response) -> RobotsRules:
+        robots = self.services.robots
+        if robots is not None:
+            return robots.rules_of(response)
+        # robots.txt not obeyed: read here for its sitemaps alone, which are the same for every agent.
+        return RobotsRules.parse(response.body, "*")
 
     def robots_failed(self, failure: Failure) -> Iterator[Request | PageItem]:
         discovery: Discovery = failure.request.meta["discovery"]
