@@ -277,6 +277,23 @@ class SitemapQuirksSite(Site):
         return NOT_FOUND
 
 
+class SitemapLoopSite(Site):
+    """robots.txt lists an index that lists robots.txt and a sitemap that redirects (301) back
+    to the index; nothing at the fallback paths, so the seed itself is what a crawl finds."""
+
+    name = "sitemap-loop"
+    robots = "User-agent: *\nDisallow:\nSitemap: /maps/index.xml\n"
+
+    def page(self, path: str, base: str) -> Reply:
+        if path == "/maps/index.xml":
+            return xml(sitemapindex([f"{base}/robots.txt", f"{base}/maps/moved.xml"]))
+        if path == "/maps/moved.xml":
+            return redirect("/maps/index.xml", 301)
+        if path == "/":
+            return html("Home")
+        return NOT_FOUND
+
+
 class HostileSitemapSite(Site):
     """Sitemaps that attack the parser: a gzip bomb, entity expansion and external entities."""
 
@@ -600,6 +617,7 @@ SITES: dict[str, type[Site]] = {
         IndexFallbackSite,
         NoSitemapSite,
         SitemapQuirksSite,
+        SitemapLoopSite,
         HostileSitemapSite,
         HeavySite,
         PacedSite,
