@@ -66,6 +66,8 @@ WEB_SITES = {
     "fallback": "fallback",
     "index-fallback": "index-fallback",
     "no-sitemap": "no-sitemap",
+    "sitemap-quirks": "sitemap-quirks",
+    "sitemap-loop": "sitemap-loop",
     "hostile": "hostile",
     "heavy": "heavy:pages=300,links=200",
     "delayed": "paced:crawl_delay=0.3,pages=12",

@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
-from tests.testweb.sites import FallbackSitemapSite, IndexFallbackSite, SitemapSite
+from tests.testweb.sites import FallbackSitemapSite, IndexFallbackSite, SitemapQuirksSite, SitemapSite
 
 pytestmark = pytest.mark.integration
 
@@ -48,6 +48,7 @@ def test_robots_sitemap_index_finds_exactly_the_listed_urls(
 def test_every_sitemap_document_is_a_row(web: TestWeb, database: Database) -> None:
     rows = _crawl_sitemap(web, database, "sitemaps")
     assert rows["/maps/index.xml"]["status"] == "sitemap" and rows["/maps/index.xml"]["links_count"] == 7
+    assert "index.xml': a sitemap already requested" in rows["/maps/index.xml"]["error"]  # it lists itself
     assert rows["/maps/pages-gzip.xml"]["links_count"] == 3  # gzip detected by content
     assert rows["/maps/deep.xml.gz"]["links_count"] == 2
     assert rows["/maps/pages.txt"]["links_count"] == 3
@@ -84,6 +85,45 @@ def test_without_any_sitemap_the_given_url_is_crawled(web: TestWeb, database: Da
     assert _pages(rows) == {"/deep/page"}
     assert rows["/deep/page"]["status"] == "fetched"
     assert "/other" not in {entry.path for entry in web.log("no-sitemap")}
+
+
+def test_every_seed_of_a_site_without_sitemaps_is_crawled(web: TestWeb, database: Database) -> None:
+    # Both seeds share one robots.txt: the second seed's request for it is a duplicate.
+    web.clear()
+    crawl("sitemap", database, url=f"{web.url('no-sitemap')},{web.url('no-sitemap', '/deep/page')}")
+    rows = {url.removeprefix(web.base("no-sitemap")): row for url, row in database.pages().items()}
+    assert {path for path, row in rows.items() if row["status"] == "fetched"} == {"/", "/deep/page"}
+
+
+@pytest.mark.parametrize("obey", ["True", "False"], ids=["rules-of-the-robots-service", "robots-not-obeyed"])
+def test_a_site_map_line_is_read_as_search_engines_read_it(web: TestWeb, database: Database, obey: str) -> None:
+    rows = _crawl_sitemap(web, database, "sitemap-quirks", settings={"ROBOTSTXT_OBEY": obey})
+    assert rows["/maps/hyphenated.xml"]["status"] == "sitemap"
+    assert set(SitemapQuirksSite.HYPHENATED_PAGES) <= _pages(rows)
+
+
+def test_an_entry_cut_short_is_dropped_and_its_sitemap_row_says_so(web: TestWeb, database: Database) -> None:
+    rows = _crawl_sitemap(web, database, "sitemap-quirks")
+    assert set(SitemapQuirksSite.CUT_PAGES) <= _pages(rows)
+    assert SitemapQuirksSite.CUT_SHORT not in rows
+    assert SitemapQuirksSite.CUT_SHORT not in {entry.path for entry in web.log("sitemap-quirks")}
+    cut = rows["/maps/cut.xml"]
+    assert cut["status"] == "sitemap" and cut["links_count"] == len(SitemapQuirksSite.CUT_PAGES)
+    assert "cut short" in cut["error"]
+
+
+def test_discovery_ends_when_listed_sitemaps_are_duplicates_and_falls_back_to_the_seed(
+    web: TestWeb, database: Database, frontier: dict[str, str]
+) -> None:
+    rows = _crawl_sitemap(web, database, "sitemap-loop", settings=frontier)
+    requested = Counter(entry.path for entry in web.log("sitemap-loop"))
+    assert requested["/maps/index.xml"] == 1  # not fetched again through the redirect back to it
+    assert requested["/sitemap.xml"] == requested["/sitemap_index.xml"] == 1  # the fallback paths, then the seed
+    assert rows["/"]["status"] == "fetched" and rows["/"]["discovered_via"] == "seed"
+    robots = rows["/robots.txt"]
+    assert robots["status"] == "filtered" and "already requested" in robots["error"]
+    moved = rows["/maps/moved.xml"]
+    assert moved["status"] == "redirect" and "already crawled" in moved["error"]
 
 
 def test_sitemap_url_as_seed(web: TestWeb, database: Database) -> None:

@@ -7,10 +7,11 @@ import gzip
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
-from scrapy.utils.sitemap import sitemap_urls_from_robots
 
+from crawler.robots.rules import RobotsRules
 from crawler.sitemaps import SitemapError, parse_sitemap
 from crawler.sitemaps.dates import parse_date
 
@@ -82,8 +83,17 @@ def test_scrapy_sitemap_cases() -> None:
         if "expected_type" in case:
             assert document.kind == {"urlset": "urlset", "sitemapindex": "index"}[case["expected_type"]]
     for case in data["robots_sitemap_lines"]:
-        robots = case["robots_txt"].encode()
-        assert list(sitemap_urls_from_robots(robots, base_url=case["base_url"])) == case["expected_sitemaps"]
+        assert _robots_sitemaps(case["robots_txt"], case["base_url"]) == case["expected_sitemaps"]
+
+
+def _robots_sitemaps(robots_txt: str, robots_url: str) -> list[str]:
+    """The sitemaps robots.txt lists, as the sitemap spider reads them."""
+    return [urljoin(robots_url, url) for url in RobotsRules.parse(robots_txt, "*").sitemaps]
+
+
+def test_robots_sitemap_lines_in_the_spellings_search_engines_accept() -> None:
+    robots = "User-agent: *\nSitemap: /a.xml\nSitemaps: https://e.com/b.xml\nSite-map: c.xml\nsitemap /d.xml\n"
+    assert _robots_sitemaps(robots, "https://e.com/robots.txt") == [f"https://e.com/{n}.xml" for n in "abcd"]
 
 
 URLSET = b"""<?xml version="1.0" encoding="UTF-8"?>
@@ -176,6 +186,71 @@ def test_rss_and_atom() -> None:
     atom = b'<feed xmlns="http://www.w3.org/2005/Atom"><entry><link href="/post"/><updated>2003-12-13T18:30:02Z</updated></entry></feed>'
     (entry,) = parse_sitemap(atom, "https://e.com/atom.xml").entries
     assert entry.loc == "https://e.com/post" and entry.lastmod == datetime(2003, 12, 13, 18, 30, 2, tzinfo=UTC)
+
+
+def test_atom_0_3_dates_and_the_last_change_before_the_publication() -> None:
+    atom03 = (
+        b'<feed version="0.3" xmlns="http://purl.org/atom/ns#">'
+        b'<entry><link rel="alternate" type="text/html" href="https://e.com/a"/>'
+        b"<issued>2003-12-13T08:29:29-04:00</issued><modified>2003-12-13T18:30:02Z</modified></entry>"
+        b'<entry><link href="https://e.com/b"/><issued>2004-01-02T03:04:05Z</issued></entry></feed>'
+    )
+    a, b = parse_sitemap(atom03, "https://e.com/atom.xml").entries
+    assert (a.loc, a.lastmod) == ("https://e.com/a", datetime(2003, 12, 13, 18, 30, 2, tzinfo=UTC))
+    assert (b.loc, b.lastmod) == ("https://e.com/b", datetime(2004, 1, 2, 3, 4, 5, tzinfo=UTC))
+    atom10 = (
+        b'<feed xmlns="http://www.w3.org/2005/Atom"><entry><link href="https://e.com/c"/>'
+        b"<published>2020-01-01T00:00:00Z</published><updated>not a date</updated>"
+        b"<updated>2021-06-07T08:09:10Z</updated></entry></feed>"
+    )
+    (c,) = parse_sitemap(atom10, "https://e.com/atom.xml").entries
+    assert c.lastmod == datetime(2021, 6, 7, 8, 9, 10, tzinfo=UTC)
+
+
+INDEX = b"""<?xml version="1.0" encoding="UTF-8"?>
+<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<sitemap><loc>https://e.com/s1.xml</loc><lastmod>2024-01-01</lastmod></sitemap>
+<sitemap><loc>https://e.com/s2.xml</loc></sitemap>
+</sitemapindex>"""
+RSS = b"""<rss version="2.0"><channel><link>https://e.com/</link>
+<item><link>https://e.com/news/1</link><pubDate>Sun, 06 Sep 2009 16:20:00 +0000</pubDate></item>
+<item><guid>https://e.com/news/2</guid></item>
+</channel></rss>"""
+ATOM = b"""<feed xmlns="http://www.w3.org/2005/Atom"><link href="https://e.com/"/>
+<entry><link href="https://e.com/post/1"/><updated>2003-12-13T18:30:02Z</updated></entry>
+<entry><link rel="alternate" href="https://e.com/post/2"/></entry>
+</feed>"""
+
+
+@pytest.mark.parametrize("document", [URLSET, INDEX, RSS, ATOM], ids=["urlset", "index", "rss", "atom"])
+def test_a_document_cut_anywhere_yields_no_partial_value(document: bytes) -> None:
+    whole = parse_sitemap(document, "https://e.com/sitemap.xml").entries
+    for end in range(1, len(document)):
+        try:
+            entries = parse_sitemap(document[:end], "https://e.com/sitemap.xml").entries
+        except SitemapError:  # cut before the root element was read
+            continue
+        # Each entry read is one of the whole document's, without the fields cut off.
+        assert [e.loc for e in entries] == [e.loc for e in whole[: len(entries)]], document[:end]
+        for entry, expected in zip(entries, whole):
+            assert entry.lastmod in (None, expected.lastmod), document[:end]
+            assert entry.changefreq in (None, expected.changefreq), document[:end]
+            assert entry.priority in (None, expected.priority), document[:end]
+
+
+def test_an_entry_cut_short_inside_its_loc_is_dropped_and_named() -> None:
+    cut = URLSET[: URLSET.index(b"https://e.com/b") + len(b"https://e.com/")]
+    document = parse_sitemap(cut, "https://e.com/sitemap.xml")
+    assert [e.loc for e in document.entries] == ["https://e.com/a"]
+    assert document.problems[0].startswith("malformed XML")
+    assert document.problems[1] == "cut short inside its last entry, which was dropped"
+
+
+def test_a_document_cut_between_entries_keeps_them_all() -> None:
+    cut = URLSET[: URLSET.rindex(b"</urlset>")]
+    document = parse_sitemap(cut, "https://e.com/sitemap.xml")
+    assert [e.loc for e in document.entries] == ["https://e.com/a", "https://e.com/b"]
+    assert len(document.problems) == 1 and document.problems[0].startswith("malformed XML")
 
 
 def test_size_cap_applies_to_plain_documents() -> None:

@@ -213,6 +213,12 @@ class RobotsService:
             request.url, status=entry.status, body=entry.body, flags=[CACHED_RESPONSE_FLAG], request=request
         )
 
+    def rules_of(self, response: Response) -> RobotsRules:
+        """The rules of a robots.txt response: those read when the file was fetched if the
+        response came from the cache, else read from it now."""
+        entry = self.cached(domain_key(response.request)) if CACHED_RESPONSE_FLAG in response.flags else None
+        return entry.rules if entry is not None else self.rules(response.status, response.body)
+
     async def check(self, request: Request) -> None:
         """Raise ``IgnoreRequest`` (``RobotsUnreachable`` when the site gave no answer) if the
         rules refuse ``request``; a request that did not come through the frontier waits for

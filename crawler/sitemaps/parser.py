@@ -3,7 +3,8 @@
 Scrapy's ``scrapy.utils.sitemap.Sitemap`` reads only XML urlsets and indexes and keeps the
 first ``loc`` of an entry; this parser also reads plain-text, RSS and Atom sitemaps, entries
 with several or bare ``loc`` values, and gzip detected by content, with the decompressed size
-capped. Entities are never expanded and nothing is fetched from the network while parsing.
+capped. Entities are never expanded and nothing is fetched from the network while parsing. A
+document cut short yields no partial URL or date: the entry it ends in the middle of is dropped.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ STRICT_NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
 CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 _GZIP_MAGIC = b"\x1f\x8b"
 _XML_ROOTS: dict[str, Kind] = {"urlset": "urlset", "sitemapindex": "index", "rss": "rss", "RDF": "rss", "feed": "atom"}
+_ENTRY_TAGS: dict[Kind, str] = {"urlset": "url", "index": "sitemap", "rss": "item", "atom": "entry"}
+# An Atom entry's last change, best first: Atom 1.0 then 0.3 names, its publication if no change is given.
+_ATOM_DATES = ("updated", "modified", "published", "issued")
 
 
 class SitemapError(ValueError):
@@ -106,8 +110,8 @@ def _parse_text(body: bytes) -> SitemapDocument:
     return SitemapDocument("text", [SitemapEntry(line.strip()) for line in text.splitlines() if line.strip()])
 
 
-def _parse_xml(body: bytes, url: str, strict_namespace: bool) -> SitemapDocument:
-    parser = lxml.etree.XMLParser(
+def _xml_parser(target: object = None) -> lxml.etree.XMLParser:
+    return lxml.etree.XMLParser(
         recover=True,
         resolve_entities=False,
         no_network=True,
@@ -115,7 +119,12 @@ def _parse_xml(body: bytes, url: str, strict_namespace: bool) -> SitemapDocument
         remove_comments=True,
         remove_pis=True,
         load_dtd=False,
+        target=target,
     )
+
+
+def _parse_xml(body: bytes, url: str, strict_namespace: bool) -> SitemapDocument:
+    parser = _xml_parser()
     try:
         root = lxml.etree.parse(BytesIO(body), parser).getroot()
     except lxml.etree.LxmlError as exc:
@@ -128,12 +137,53 @@ def _parse_xml(body: bytes, url: str, strict_namespace: bool) -> SitemapDocument
         raise SitemapError(f"unknown sitemap format: root element <{local}>")
     if kind in ("urlset", "index") and strict_namespace and namespace != STRICT_NAMESPACE:
         raise SitemapError(f"namespace {namespace or 'none'!r} not accepted")
-    reader = {"urlset": _sitemap_entries, "index": _sitemap_entries, "rss": _rss_entries, "atom": _atom_entries}
-    document = SitemapDocument(kind, list(reader[kind](root, url)))
+    problems: list[str] = []
     errors = [e for e in parser.error_log if e.level >= lxml.etree.ErrorLevels.ERROR]
     if errors:
-        document.problems.append(f"malformed XML, recovered what was readable: {errors[0].message}")
-    return document
+        problems.append(f"malformed XML, recovered what was readable: {errors[0].message}")
+        if _drop_unfinished_entry(root, body, _ENTRY_TAGS[kind]):
+            problems.append("cut short inside its last entry, which was dropped")
+    reader = {"urlset": _sitemap_entries, "index": _sitemap_entries, "rss": _rss_entries, "atom": _atom_entries}
+    return SitemapDocument(kind, list(reader[kind](root, url)), problems)
+
+
+class _Ending:
+    """A parser target that sees how a document ends: the elements it leaves open (local
+    names), and whether it ends in the middle of a text."""
+
+    def __init__(self) -> None:
+        self.open: list[str] = []
+        self.in_text = False
+
+    def start(self, tag: str, attrib: object) -> None:
+        self.open.append(_split_tag(tag)[1])
+        self.in_text = False
+
+    def end(self, tag: str) -> None:
+        if self.open:
+            self.open.pop()
+        self.in_text = False
+
+    def data(self, text: str) -> None:
+        if text.strip():
+            self.in_text = True
+
+    def close(self) -> _Ending:
+        return self
+
+
+def _drop_unfinished_entry(root: lxml.etree._Element, body: bytes, entry_tag: str) -> bool:
+    """Remove the last entry if the document ends in the middle of one of its texts, which
+    may be a partial URL (``…/page_``) that the recovered tree cannot tell from a whole one.
+    Cut inside a tag, the entry's texts are whole and it is kept (as crawler-commons keeps
+    it). Whether it was removed."""
+    ending = lxml.etree.fromstring(body, _xml_parser(_Ending()))
+    if not (ending.in_text and entry_tag in ending.open):
+        return False
+    # The entry the document ends in is the last of its name: nothing started after it.
+    unfinished = list(root.iter(f"{{*}}{entry_tag}"))[-1]
+    unfinished.getparent().remove(unfinished)
+    return True
 
 
 def _sitemap_entries(root: lxml.etree._Element, url: str):
@@ -178,15 +228,16 @@ def _rss_entries(root: lxml.etree._Element, url: str):
 
 def _atom_entries(root: lxml.etree._Element, url: str):
     for entry in root.iter("{*}entry"):
-        updated = None
+        dates: dict[str, datetime | None] = {}
         loc = ""
         for child in entry:
             local = _split_tag(child.tag)[1]
             if local == "link" and child.get("rel", "alternate") == "alternate" and not loc:
-                loc = urljoin(url, (child.get("href") or "").strip())
-            elif local in ("updated", "published") and updated is None:
-                updated = parse_date(_text(child))
-        yield SitemapEntry(loc, updated)
+                href = (child.get("href") or "").strip()
+                loc = urljoin(url, href) if href else ""  # not the feed's own URL
+            elif local in _ATOM_DATES and dates.get(local) is None:
+                dates[local] = parse_date(_text(child))
+        yield SitemapEntry(loc, next((dates[name] for name in _ATOM_DATES if dates.get(name)), None))
 
 
 def _keep_valid(document: SitemapDocument, url: str, strict: bool) -> SitemapDocument:

@@ -4,7 +4,9 @@ A seed may be a domain, a home page, a deep page, a robots.txt URL or a sitemap 
 Sitemaps are found in robots.txt ``Sitemap:`` lines, else at the fallback paths; indexes are
 followed recursively with loop and depth guards. With no sitemap at all, the seed is crawled.
 Scrapy's ``SitemapSpider`` is not subclassed: its parser reads XML only and drops entries
-with several ``loc``; ``scrapy.utils.sitemap.sitemap_urls_from_robots`` is reused.
+with several ``loc``. robots.txt is read once, by the crawl's robots.txt rules (Protego's, which
+take ``Sitemaps`` and ``Site-map`` as search engines do; ``sitemap_urls_from_robots`` takes
+``Sitemap`` alone).
 """
 
 from __future__ import annotations
@@ -12,16 +14,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Iterator
 from datetime import UTC, datetime
 from functools import partial
+from urllib.parse import urljoin
 
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
-from scrapy.utils.sitemap import sitemap_urls_from_robots
 from twisted.python.failure import Failure
 
 from crawler.extraction.budget import BudgetExceeded
+from crawler.frontier.unfetched import record_outcome
 from crawler.identity import InvalidURL, url_hash
 from crawler.items import PageItem, SitemapEntryItem
+from crawler.robots.rules import RobotsRules
 from crawler.sitemaps import SitemapDocument, SitemapError, parse_sitemap
 from crawler.sitemaps.discovery import (
     Discovery,
@@ -45,6 +49,7 @@ class SitemapCrawlSpider(BaseCrawlSpider):
         self.sitemap_max_size = settings.getint("CRAWLER_SITEMAP_MAX_SIZE")
         self.sitemap_strict = settings.getbool("CRAWLER_SITEMAP_STRICT")
         self.sitemaps_seen: set[str] = set()
+        crawler.signals.connect(self.discovery_dropped, signal=signals.request_dropped)
 
     def seed_requests(self, urls: Iterable[str]) -> Iterator[Request]:
         """Each seed's discovery: its robots.txt first, or the sitemap it names."""
@@ -65,12 +70,19 @@ class SitemapCrawlSpider(BaseCrawlSpider):
 
     def parse_robots(self, response: Response) -> Iterator[Request | PageItem]:
         discovery: Discovery = response.meta["discovery"]
-        listed = [u for u in sitemap_urls_from_robots(response.body, base_url=response.url)]
+        listed = [urljoin(response.url, url) for url in self._robots_rules(response).sitemaps]
         self.crawler.stats.inc_value("sitemap/robots_listed", len(listed))
         if listed:
             yield from self._sitemap_requests(discovery, listed, depth=0)
         if discovery.pending == 0:
             yield from self._next_phase(discovery, discovery.advance())
+
+    def _robots_rules(self, response: Response) -> RobotsRules:
+        robots = self.services.robots
+        if robots is not None:
+            return robots.rules_of(response)
+        # robots.txt not obeyed: read here for its sitemaps alone, which are the same for every agent.
+        return RobotsRules.parse(response.body, "*")
 
     def robots_failed(self, failure: Failure) -> Iterator[Request | PageItem]:
         discovery: Discovery = failure.request.meta["discovery"]
@@ -91,14 +103,12 @@ class SitemapCrawlSpider(BaseCrawlSpider):
             for output in self._next_phase(discovery, discovery.finished(0)):
                 yield output
             return
-        if document.problems:
-            self.crawler.stats.inc_value("sitemap/problems", len(document.problems))
-        yield self.recorder.sitemap(response, len(document.entries), document.problems)
         depth = response.meta["sitemap_depth"]
         found = 0
         if document.is_index:
             children = [entry.loc for entry in document.entries]
-            async for request in in_turns(self._sitemap_requests(discovery, children, depth=depth + 1)):
+            requests = self._sitemap_requests(discovery, children, depth=depth + 1, problems=document.problems)
+            async for request in in_turns(requests):
                 yield request
         else:
             candidates: list[Candidate] = []
@@ -107,6 +117,10 @@ class SitemapCrawlSpider(BaseCrawlSpider):
                 yield entry
             async for request in self.plan(candidates):  # only the pages that are due
                 yield request
+        # The row last: it names the children the index's requests left out.
+        if document.problems:
+            self.crawler.stats.inc_value("sitemap/problems", len(document.problems))
+        yield self.recorder.sitemap(response, len(document.entries), document.problems)
         for output in self._next_phase(discovery, discovery.finished(found)):
             yield output
 
@@ -114,6 +128,25 @@ class SitemapCrawlSpider(BaseCrawlSpider):
         discovery: Discovery = failure.request.meta["discovery"]
         yield self.recorder.failed(failure, failure.request)
         yield from self._next_phase(discovery, discovery.finished(0))
+
+    def discovery_dropped(self, request: Request) -> None:
+        """A discovery request the scheduler dropped as a duplicate gets neither callback nor
+        errback, so its seed's discovery counts it here or would wait for it forever: robots.txt
+        listed as a sitemap, a sitemap redirecting to one already requested, the robots.txt of a
+        second seed of the same site (which goes on as if the file listed nothing)."""
+        discovery: Discovery | None = request.meta.get("discovery")
+        if discovery is None:
+            return
+        if request.callback == self.parse_robots:
+            phase = discovery.advance()
+        else:
+            self.crawler.stats.inc_value("sitemap/duplicate")
+            # A redirect to a URL already requested has its row from the storage pipeline.
+            if not request.meta.get("redirect_urls"):
+                record_outcome(self.crawler, request, "filtered", "not fetched as a sitemap: already requested")
+            phase = discovery.finished(0)
+        for output in self._next_phase(discovery, phase):
+            self.crawler.engine.crawl(output)  # requests only: a seed is never a filtered row
 
     def _entries(
         self, response: Response, document: SitemapDocument, candidates: list[Candidate]
@@ -148,19 +181,27 @@ class SitemapCrawlSpider(BaseCrawlSpider):
             }
             candidates.append(Candidate(url, depth, "sitemap", response.url, meta))
 
-    def _sitemap_requests(self, discovery: Discovery, urls: list[str], *, depth: int) -> Iterator[Request]:
+    def _sitemap_requests(
+        self, discovery: Discovery, urls: list[str], *, depth: int, problems: list[str] | None = None
+    ) -> Iterator[Request]:
+        """Requests for the sitemaps not requested yet; ``problems`` (the listing index's) is
+        told which are left out and why."""
+        left_out = problems if problems is not None else []
         if depth > self.sitemap_max_depth:
             self.logger.warning("Sitemap index nesting deeper than %d at %s", self.sitemap_max_depth, urls[:3])
             self.crawler.stats.inc_value("sitemap/too_deep", len(urls))
+            left_out.append(f"not followed: sitemap indexes nested deeper than {self.sitemap_max_depth}")
             return
         for raw in urls:
             try:
                 url = self.normalize(raw)
-            except InvalidURL:
+            except InvalidURL as exc:
                 self.crawler.stats.inc_value("sitemap/invalid_url")
+                left_out.append(f"skipped {raw[:200]!r}: {exc}")
                 continue
             if url in self.sitemaps_seen:  # an index listing itself or an ancestor
                 self.crawler.stats.inc_value("sitemap/loop")
+                left_out.append(f"skipped {url[:200]!r}: a sitemap already requested")
                 continue
             self.sitemaps_seen.add(url)
             discovery.started(url)

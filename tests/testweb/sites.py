@@ -255,6 +255,45 @@ class NoSitemapSite(Site):
         return NOT_FOUND
 
 
+class SitemapQuirksSite(Site):
+    """robots.txt names one sitemap with ``Site-map:``, a spelling search engines accept, and
+    another that the server cut short inside the ``<loc>`` of its last entry."""
+
+    name = "sitemap-quirks"
+    robots = "User-agent: *\nDisallow:\nSite-map: /maps/hyphenated.xml\nSitemap: /maps/cut.xml\n"
+    HYPHENATED_PAGES = ["/p/hyphenated-0", "/p/hyphenated-1"]
+    CUT_PAGES = ["/p/cut-0", "/p/cut-1"]
+    CUT_SHORT = "/p/cut-2"
+    """What is left of the last entry's URL, ``/p/cut-2-of-3``."""
+
+    def page(self, path: str, base: str) -> Reply:
+        if path == "/maps/hyphenated.xml":
+            return xml(urlset(f"{base}{p}" for p in self.HYPHENATED_PAGES))
+        if path == "/maps/cut.xml":
+            whole = urlset(f"{base}{p}" for p in [*self.CUT_PAGES, "/p/cut-2-of-3"])
+            return xml(whole[: whole.index(self.CUT_SHORT) + len(self.CUT_SHORT)])
+        if path.startswith("/p/"):
+            return html(f"Listed {path}")
+        return NOT_FOUND
+
+
+class SitemapLoopSite(Site):
+    """robots.txt lists an index that lists robots.txt and a sitemap that redirects (301) back
+    to the index; nothing at the fallback paths, so the seed itself is what a crawl finds."""
+
+    name = "sitemap-loop"
+    robots = "User-agent: *\nDisallow:\nSitemap: /maps/index.xml\n"
+
+    def page(self, path: str, base: str) -> Reply:
+        if path == "/maps/index.xml":
+            return xml(sitemapindex([f"{base}/robots.txt", f"{base}/maps/moved.xml"]))
+        if path == "/maps/moved.xml":
+            return redirect("/maps/index.xml", 301)
+        if path == "/":
+            return html("Home")
+        return NOT_FOUND
+
+
 class HostileSitemapSite(Site):
     """Sitemaps that attack the parser: a gzip bomb, entity expansion and external entities."""
 
@@ -589,6 +628,8 @@ SITES: dict[str, type[Site]] = {
         FallbackSitemapSite,
         IndexFallbackSite,
         NoSitemapSite,
+        SitemapQuirksSite,
+        SitemapLoopSite,
         HostileSitemapSite,
         HeavySite,
         PacedSite,
