@@ -47,7 +47,7 @@ class ApiContext:
             )
             frontier = FrontierView(settings)
         sessions: SessionStore = (
-            RedisSessions(client, f"{config.key_prefix}session:", config.session_seconds)
+            RedisSessions(client, f"{config.key_prefix}session:", config.session_seconds, db)
             if client is not None
             else DatabaseSessions(db, config.session_seconds)
         )

@@ -23,10 +23,11 @@ async def login(request: web.Request) -> web.Response:
     found = context(request)
     data = await params.body(request)
     username, password = params.string_field(data, "username", 64), params.string_field(data, "password", 1024)
-    who = await authenticate(found.db, username, password)
-    if who is None:
+    found_user = await authenticate(found.db, username, password)
+    if found_user is None:
         return web.json_response({"error": "unknown user or wrong password"}, status=401)
-    token = await found.sessions.create(who)
+    who, stamp = found_user
+    token = await found.sessions.create(who.username, stamp)
     response = web.json_response({"username": who.username, "role": who.role})
     response.set_cookie(
         COOKIE,
