@@ -284,8 +284,15 @@ CRAWLER_API_COOKIE_SECURE = False
 # injection counts on top of the caller's tier.
 CRAWLER_API_RATE_LIMITS = {"anonymous": 10, "user": 100, "admin": 500, "seed": 10}
 CRAWLER_API_RATE_WINDOW = 60.0
+# Failed logins per account within the window before its logins answer 429 (per serve process).
+CRAWLER_API_LOGIN_FAILURES = 10
+CRAWLER_API_LOGIN_FAILURE_WINDOW = 900.0
+# Networks of reverse proxies whose X-Forwarded-For (-Proto, -Host) is believed.
+CRAWLER_API_TRUSTED_PROXIES = []
 CRAWLER_API_HEARTBEAT_TIMEOUT = 120.0
-CRAWLER_API_METRICS_TOP_DOMAINS = 20
+# Per-domain series of /metrics (domain names as labels, to anyone who reaches /metrics): none
+# unless the operator asks.
+CRAWLER_API_METRICS_TOP_DOMAINS = 0
 
 # --- Runtime -----------------------------------------------------------------------------------
 LOGSTATS_INTERVAL = 10.0

@@ -7,6 +7,7 @@ import asyncio
 import http.client
 import json
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -36,22 +37,40 @@ class Reply:
 
 
 class ApiClient:
-    def __init__(self, port: int, source: str = "127.0.0.1", host: str = "127.0.0.1"):
+    def __init__(
+        self, port: int, source: str = "127.0.0.1", host: str = "127.0.0.1", tls: ssl.SSLContext | None = None
+    ):
         self.port = port
         self.source = source
         self.host = host
+        self.tls = tls
         self.cookies: dict[str, str] = {}
 
-    def request(self, method: str, path: str, body: Any = None, *, form: dict[str, str] | None = None) -> Reply:
-        headers = {}
-        data = None
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        form: dict[str, str] | None = None,
+        data: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        """``body`` as JSON, ``form`` as a form, or ``data`` as it is (with its type in ``headers``)."""
+        headers = dict(headers or {})
         if form is not None:
             data, headers["Content-Type"] = urlencode(form).encode(), "application/x-www-form-urlencoded"
         elif body is not None:
             data, headers["Content-Type"] = json.dumps(body).encode(), "application/json"
         if self.cookies:
             headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=30, source_address=(self.source, 0))
+        connection = (
+            http.client.HTTPSConnection(
+                self.host, self.port, timeout=30, source_address=(self.source, 0), context=self.tls
+            )
+            if self.tls
+            else http.client.HTTPConnection(self.host, self.port, timeout=30, source_address=(self.source, 0))
+        )
         try:
             connection.request(method, path, data, headers)
             response = connection.getresponse()
@@ -66,27 +85,30 @@ class ApiClient:
         finally:
             connection.close()
 
-    def get(self, path: str) -> Reply:
-        return self.request("GET", path)
+    def get(self, path: str, **kwargs: Any) -> Reply:
+        return self.request("GET", path, **kwargs)
 
     def post(self, path: str, body: Any = None, **kwargs: Any) -> Reply:
         return self.request("POST", path, body, **kwargs)
 
-    def login(self, username: str) -> ApiClient:
-        reply = self.post("/api/auth/login", {"username": username, "password": PASSWORDS[username]})
+    def login(self, username: str, password: str | None = None) -> ApiClient:
+        reply = self.post("/api/auth/login", {"username": username, "password": password or PASSWORDS[username]})
         assert reply.status == 200, reply.body
         return self
 
 
 def create_users(database: Database) -> None:
     """A ``user`` named viewer and an ``admin`` named admin (scrapy useradd is tested on its own)."""
+    add_user(database, "viewer", "user", PASSWORDS["viewer"])
+    add_user(database, "admin", "admin", PASSWORDS["admin"])
 
+
+def add_user(database: Database, username: str, role: str, password: str) -> None:
     async def create() -> None:
         db = open_backend(database.url)
         await db.open()
         try:
-            await save_user(db, "viewer", "user", PASSWORDS["viewer"])
-            await save_user(db, "admin", "admin", PASSWORDS["admin"])
+            await save_user(db, username, role, password)
         finally:
             await db.close()
 
@@ -117,8 +139,18 @@ def free_port() -> int:
 
 
 class ServeProcess:
-    def __init__(self, database: Database, log: Path, settings: dict[str, str] | None = None):
+    def __init__(
+        self,
+        database: Database,
+        log: Path,
+        settings: dict[str, str] | None = None,
+        options: list[str] | None = None,
+        tls: ssl.SSLContext | None = None,
+    ):
+        """``options`` go to ``scrapy serve`` as they are; ``tls`` is the clients' context for
+        a server started with ``--certfile`` and ``--keyfile``."""
         self.port = free_port()
+        self.tls = tls
         command = [
             sys.executable,
             "-m",
@@ -131,6 +163,7 @@ class ServeProcess:
         ]
         for name, value in (settings or {}).items():
             command += ["-s", f"{name}={value}"]
+        command += options or []
         self.log = log
         with log.open("wb") as output:
             self.process = subprocess.Popen(
@@ -144,18 +177,18 @@ class ServeProcess:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"scrapy serve exited: {self.log.read_text()[-3000:]}")
-            if "scrapy serve: http://" in self.log.read_text(errors="replace"):
+            if "scrapy serve: http" in self.log.read_text(errors="replace"):
                 return
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"scrapy serve did not start: {self.log.read_text()[-3000:]}")
 
     def client(self, source: str = "127.0.0.1") -> ApiClient:
-        return ApiClient(self.port, source)
+        return ApiClient(self.port, source, tls=self.tls)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def stop(self) -> str:
         if self.process.poll() is None:

@@ -1,13 +1,18 @@
 """The dashboard in headless Chromium (Debian's package, driven by Playwright): the login form
 as a user and as an admin, the domain table, admin controls for admins only, pausing a domain,
-and no error in the page. A screenshot of the admin's dashboard is saved in the test's folder
-and in tests/output/."""
+and no error in the page (its Content-Security-Policy refuses inline scripts and styles: any
+left would be console errors). A screenshot of the admin's dashboard is saved in the test's
+folder and in tests/output/. A page of another port of the same host, open beside the admin's
+dashboard, can change nothing."""
 
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -82,4 +87,70 @@ def test_an_admin_sees_the_controls_and_pauses_a_domain(
     shutil.copy(shot, OUTPUT / shot.name)
     print(f"screenshot: {shot} and {OUTPUT / shot.name}")
     assert errors.found == []
+    page.close()
+
+
+ATTACK = """<!doctype html>
+<form id="form" method="POST" action="{api}/api/frontier/seed">
+  <input name="urls" value="http://127.0.0.11:8001/forged">
+</form>
+<script>
+fetch("{api}/api/domains/*/pause", {{method: "POST", mode: "no-cors", credentials: "include", body: "x"}})
+  .finally(() => document.getElementById("form").submit());
+</script>
+"""
+
+
+@contextmanager
+def page_server(html: str) -> Iterator[str]:
+    """A tiny server of one page on another port of 127.0.0.1: the same site as the API."""
+
+    class OnePage(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = html.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), OnePage)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_page_of_another_port_cannot_seed_nor_pause_with_the_admins_session(
+    server: tuple[ServeProcess, Database], browser: Browser
+) -> None:
+    served, database = server
+    page, errors = _log_in(browser, served, "admin")
+    assert errors.found == []
+    with page_server(ATTACK.format(api=served.url)) as attack_url:
+        with (  # the logged-in admin follows a link to the other port
+            page.expect_request(lambda r: r.url.endswith("/api/domains/*/pause")) as paused,
+            page.expect_response(lambda r: r.url.endswith("/api/frontier/seed")) as seeded,
+        ):
+            page.goto(attack_url)
+        assert seeded.value.status == 403
+        assert "crawler_session=" in (seeded.value.request.header_value("cookie") or "")  # the cookie went along
+        assert paused.value.method == "POST"
+    # The fetch's answer never reaches the page (Cross-Origin-Resource-Policy): the server says it refused.
+    assert "POST /api/domains/*/pause from 127.0.0.1 refused" in served.log.read_text()
+    assert database.query("SELECT url FROM frontier_inbox WHERE url LIKE ?", ("%forged%",)) == []
+    assert database.query("SELECT domain FROM domain_controls WHERE domain = '*'") == []
+    assert (
+        database.query(
+            "SELECT action FROM admin_actions WHERE action IN ('frontier.seed', 'domain.pause') AND target IS DISTINCT FROM ?",
+            (FAST_HOST,),
+        )
+        == []
+    )
     page.close()

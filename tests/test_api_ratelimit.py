@@ -91,3 +91,27 @@ def test_idle_clients_are_forgotten_and_busy_ones_kept() -> None:
 def test_a_limit_must_be_positive(limit: int, window: float) -> None:
     with pytest.raises(ValueError):
         SlidingWindowLimiter(limit, window, FakeClock())
+
+
+def test_an_undone_request_frees_its_place_and_only_its_own() -> None:
+    clock = FakeClock(0.0)
+    limiter = SlidingWindowLimiter(3, 900.0, clock)
+    for _ in range(3):
+        assert limiter.hit("alice").allowed
+        limiter.undo("alice")  # three logins that succeeded: none counts
+    for _ in range(3):
+        assert limiter.hit("alice").allowed  # three that failed
+    assert not limiter.hit("alice").allowed
+    limiter.undo("bob")  # nothing of bob's to undo
+    assert limiter.hit("bob").allowed
+    assert not limiter.hit("alice").allowed
+    limiter.undo("alice")
+    assert limiter.hit("alice").allowed and not limiter.hit("alice").allowed
+
+
+def test_attempts_counted_before_they_finish_cannot_all_pass_at_once() -> None:
+    # Ten attempts arrive together: each is counted as it comes, before any is known to fail.
+    limiter = SlidingWindowLimiter(10, 900.0, FakeClock(0.0))
+    decisions = [limiter.hit("alice") for _ in range(25)]
+    assert [d.allowed for d in decisions] == [True] * 10 + [False] * 15
+    assert {d.retry_after for d in decisions[10:]} == {900}

@@ -13,7 +13,7 @@ from scrapy.settings import BaseSettings
 
 from crawler.api.auth import DatabaseSessions, Identity, RedisSessions, SessionStore
 from crawler.api.frontier_view import FrontierView
-from crawler.api.ratelimit import TieredLimits
+from crawler.api.ratelimit import SlidingWindowLimiter, TieredLimits
 from crawler.api.serve_config import ServeConfig
 from crawler.identity import UrlNormalizer
 from crawler.storage import StorageBackend, open_backend
@@ -32,6 +32,8 @@ class ApiContext:
     frontier: FrontierView | None
     sessions: SessionStore
     limits: TieredLimits
+    login_attempts: SlidingWindowLimiter
+    """Per account: failed logins (a login is counted first, and uncounted if it succeeds)."""
     normalize: UrlNormalizer
     stored_only: StoredOnlyCount
 
@@ -47,14 +49,23 @@ class ApiContext:
             )
             frontier = FrontierView(settings)
         sessions: SessionStore = (
-            RedisSessions(client, f"{config.key_prefix}session:", config.session_seconds)
+            RedisSessions(client, f"{config.key_prefix}session:", config.session_seconds, db)
             if client is not None
             else DatabaseSessions(db, config.session_seconds)
         )
         limits = TieredLimits(config.rate_limits, config.rate_window, time.monotonic)
+        login_attempts = SlidingWindowLimiter(config.login_failures, config.login_failure_window, time.monotonic)
         normalize = UrlNormalizer(settings.getlist("CRAWLER_TRACKING_PARAMS"))
         return cls(
-            config, db, client, frontier, sessions, limits, normalize, StoredOnlyCount(STORED_ONLY_RECOUNT_SECONDS)
+            config,
+            db,
+            client,
+            frontier,
+            sessions,
+            limits,
+            login_attempts,
+            normalize,
+            StoredOnlyCount(STORED_ONLY_RECOUNT_SECONDS),
         )
 
     async def close(self) -> None:
@@ -74,6 +85,8 @@ class ApiContext:
 CONTEXT = web.AppKey("context", ApiContext)
 IDENTITY = "identity"
 """The caller's Identity, on each request."""
+CLIENT = "client"
+"""The caller's address, on each request (behind trusted proxies, the one they name)."""
 
 
 def context(request: web.Request) -> ApiContext:
@@ -82,3 +95,7 @@ def context(request: web.Request) -> ApiContext:
 
 def identity(request: web.Request) -> Identity:
     return request[IDENTITY]
+
+
+def client(request: web.Request) -> str:
+    return request[CLIENT]

@@ -178,6 +178,11 @@ def nice_ceiling(value: float) -> float:
 class Alert:
     name: str
     message: str
+    public_message: str | None = None
+    """The message for anonymous callers where ``message`` names a process (its host, PID, job)."""
+
+    def told(self, named: bool) -> str:
+        return self.message if named or self.public_message is None else self.public_message
 
 
 def alerts(per_minute: list[Point], stale_workers: Iterable[str], heartbeat_timeout: float) -> list[Alert]:
@@ -203,5 +208,6 @@ def alerts(per_minute: list[Point], stale_workers: Iterable[str], heartbeat_time
                 )
             )
     for worker in stale_workers:
-        found.append(Alert("worker_crash", f"worker {worker} has sent no heartbeat for over {heartbeat_timeout:.0f} s"))
+        silent = f"sent no heartbeat for over {heartbeat_timeout:.0f} s"
+        found.append(Alert("worker_crash", f"worker {worker} has {silent}", f"a worker has {silent}"))
     return found

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from crawler.api.csrf import STATE_CHANGING
 from crawler.api.routing import Route
 
 _REASONS = {
@@ -13,10 +14,10 @@ _REASONS = {
     202: "Accepted",
     400: "Bad request",
     401: "Not logged in",
-    403: "Role may not",
+    403: "Role may not, or a request from another site",
     404: "Not found",
     409: "Conflict",
-    415: "Send JSON or a form",
+    415: "Send JSON, or no body",
     429: "Rate limit reached (see Retry-After)",
     503: "Unavailable",
 }
@@ -34,8 +35,8 @@ def _operation(route: Route) -> dict[str, Any]:
         errors |= {401, 403}
     if route.parameters or route.body:
         errors.add(400)
-    if route.body:
-        errors.add(415)
+    if route.method in STATE_CHANGING:
+        errors |= {403, 415}
     for status in sorted(errors):
         entry: dict[str, Any] = {"description": _REASONS[status], "content": {"application/json": {"schema": _ERROR}}}
         if status == 429:
@@ -62,10 +63,7 @@ def _operation(route: Route) -> dict[str, Any]:
     if route.body is not None:
         operation["requestBody"] = {
             "required": True,
-            "content": {
-                "application/json": {"schema": route.body},
-                "application/x-www-form-urlencoded": {"schema": route.body},
-            },
+            "content": {"application/json": {"schema": route.body}},
         }
     if route.role != "anonymous":
         operation["security"] = [{"session": []}]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 
-FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+from crawler.api.routing import Param
 
 
 def bad_request(message: str) -> web.HTTPBadRequest:
@@ -17,6 +18,12 @@ def bad_request(message: str) -> web.HTTPBadRequest:
 
 def not_found(message: str) -> web.HTTPNotFound:
     return web.HTTPNotFound(text=json.dumps({"error": message}), content_type="application/json")
+
+
+def too_many(message: str, retry_after: int) -> web.HTTPTooManyRequests:
+    return web.HTTPTooManyRequests(
+        text=json.dumps({"error": message}), content_type="application/json", headers={"Retry-After": str(retry_after)}
+    )
 
 
 def integer(request: web.Request, name: str, default: int, low: int, high: int) -> int:
@@ -41,8 +48,8 @@ def choice(request: web.Request, name: str, default: str, allowed: tuple[str, ..
 
 def text(request: web.Request, name: str, max_length: int = 2048) -> str | None:
     value = request.query.get(name)
-    if value is not None and (not value or len(value) > max_length or "\x00" in value):
-        raise bad_request(f"{name} must be 1 to {max_length} characters")
+    if value is not None and not _fits(value, max_length):
+        raise bad_request(f"{name} must be 1 to {max_length} characters, without NUL")
     return value
 
 
@@ -72,37 +79,39 @@ def timestamp(request: web.Request, name: str) -> datetime | None:
 
 
 async def body(request: web.Request) -> dict[str, Any]:
-    """A JSON object, or a form (``urls`` may then repeat, or hold one URL per line)."""
-    if request.content_type == "application/json":
-        try:
-            data = await request.json()
-        except ValueError:
-            raise bad_request("the body is not valid JSON") from None
-        if not isinstance(data, dict):
-            raise bad_request("the body must be a JSON object")
-        return data
-    if request.content_type not in FORMS:
-        raise web.HTTPUnsupportedMediaType(
-            text=json.dumps({"error": f"send JSON or a form, not {request.content_type}"}),
-            content_type="application/json",
-        )
+    """A JSON object (the same-origin middleware has refused any other type already). JSON is
+    UTF-8 whatever charset the request names."""
     try:
-        form = await request.post()
-    except ValueError as exc:  # a malformed multipart body
-        raise bad_request(f"unreadable form: {exc}") from None
-    data: dict[str, Any] = {key: form.get(key) for key in form}
-    if "urls" in form:
-        data["urls"] = [
-            line.strip() for value in form.getall("urls") for line in str(value).splitlines() if line.strip()
-        ]
+        data = json.loads(await request.read())
+    except (ValueError, RecursionError):  # RecursionError: arrays or objects nested thousands deep
+        raise bad_request("the body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise bad_request("the body must be a JSON object")
     return data
 
 
 def string_field(data: dict[str, Any], name: str, max_length: int = 256) -> str:
     value = data.get(name)
-    if not isinstance(value, str) or not value or len(value) > max_length:
-        raise bad_request(f"{name} must be a string of 1 to {max_length} characters")
+    if not _fits(value, max_length):
+        raise bad_request(f"{name} must be a string of 1 to {max_length} characters, without NUL")
     return value
+
+
+def optional_string_field(data: dict[str, Any], name: str, max_length: int) -> str | None:
+    return None if data.get(name) is None else string_field(data, name, max_length)
+
+
+def _fits(value: Any, max_length: int) -> bool:
+    # The databases' text columns take no NUL character (PostgreSQL refuses it).
+    return isinstance(value, str) and 0 < len(value) <= max_length and "\x00" not in value
+
+
+def check_path(request: web.Request, parameters: Iterable[Param]) -> None:
+    """The route's path parameters within their schema's length, without NUL."""
+    for param in parameters:
+        longest = param.schema.get("maxLength", 2048)
+        if param.where == "path" and not _fits(request.match_info[param.name], longest):
+            raise bad_request(f"{param.name} must be 1 to {longest} characters, without NUL")
 
 
 def url_list(data: dict[str, Any], limit: int = 1000) -> list[str]:

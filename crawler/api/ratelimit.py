@@ -42,6 +42,14 @@ class SlidingWindowLimiter:
         log.append(now)
         return Decision(True, self.limit - len(log), 0)
 
+    def undo(self, key: str) -> None:
+        """Uncount the latest request of ``key``: it turned out not to count (a login that
+        succeeded, where only failures do). Counting first and undoing after keeps concurrent
+        attempts from all passing a check made before any of them was counted."""
+        log = self._accepted.get(key)
+        if log:
+            log.pop()
+
     def forget_idle(self) -> int:
         """Drop clients with nothing left in their window (bounded memory); how many."""
         now = self.clock()

@@ -32,7 +32,7 @@ class Route:
     summary: str
     parameters: tuple[Param, ...] = ()
     body: dict[str, Any] | None = None
-    """JSON schema of the request body (also accepted as a form)."""
+    """JSON schema of the request body (JSON only: see ``csrf``)."""
     tier: str | None = None
     """A rate-limit tier counted on top of the caller's (``seed``)."""
     statuses: tuple[int, ...] = field(default=())
@@ -50,5 +50,9 @@ DOMAIN = Param(
 URLS_BODY = {
     "type": "object",
     "required": ["urls"],
-    "properties": {"urls": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 1000}},
+    "properties": {
+        "urls": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 1000},
+        "spider": {"type": ["string", "null"], "minLength": 1, "maxLength": 64},
+        "crawl": {"type": ["string", "null"], "minLength": 1, "maxLength": 255},
+    },
 }

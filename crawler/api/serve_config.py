@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from ipaddress import ip_address
 
 from scrapy.settings import BaseSettings
+
+from crawler.api.proxies import TrustedProxies
+from crawler.guard.addresses import parse_networks
+from crawler.setting_lists import list_setting
 
 TIERS = ("anonymous", "user", "admin", "seed")
 
@@ -15,6 +20,17 @@ def parse_bind(value: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not host or not 0 < int(port) < 65536:
         raise ValueError(f"--bind wants HOST:PORT, got {value!r}")
     return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether listening on ``host`` keeps the server to this machine (``localhost`` or a
+    loopback address; any other name may resolve to anything)."""
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,16 +44,30 @@ class ServeConfig:
     cookie_secure: bool
     rate_limits: dict[str, int]
     rate_window: float
+    login_failures: int
+    login_failure_window: float
+    trusted_proxies: TrustedProxies
     heartbeat_timeout: float
     metrics_top_domains: int
+    certfile: str | None = None
+    keyfile: str | None = None
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.certfile else "http"
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings, bind: str | None = None) -> ServeConfig:
+    def from_settings(
+        cls, settings: BaseSettings, bind: str | None = None, certfile: str | None = None, keyfile: str | None = None
+    ) -> ServeConfig:
         host, port = parse_bind(bind or settings.get("CRAWLER_API_BIND"))
         limits = {tier: int(limit) for tier, limit in settings.getdict("CRAWLER_API_RATE_LIMITS").items()}
         missing = set(TIERS) - limits.keys()
         if missing:
             raise ValueError(f"CRAWLER_API_RATE_LIMITS lacks the tiers {', '.join(sorted(missing))}")
+        if bool(certfile) != bool(keyfile):
+            raise ValueError("TLS wants both --certfile and --keyfile")
+        networks = list_setting(settings, "CRAWLER_API_TRUSTED_PROXIES")
         return cls(
             host=host,
             port=port,
@@ -45,9 +75,15 @@ class ServeConfig:
             redis_url=settings.get("REDIS_URL"),
             key_prefix=f"{settings['BOT_NAME']}:api:",
             session_seconds=settings.getfloat("CRAWLER_API_SESSION_SECONDS"),
-            cookie_secure=settings.getbool("CRAWLER_API_COOKIE_SECURE"),
+            # A cookie sent over TLS is never to be sent without it.
+            cookie_secure=settings.getbool("CRAWLER_API_COOKIE_SECURE") or bool(certfile),
             rate_limits=limits,
             rate_window=settings.getfloat("CRAWLER_API_RATE_WINDOW"),
+            login_failures=settings.getint("CRAWLER_API_LOGIN_FAILURES"),
+            login_failure_window=settings.getfloat("CRAWLER_API_LOGIN_FAILURE_WINDOW"),
+            trusted_proxies=TrustedProxies(parse_networks(networks, "CRAWLER_API_TRUSTED_PROXIES")),
             heartbeat_timeout=settings.getfloat("CRAWLER_API_HEARTBEAT_TIMEOUT"),
             metrics_top_domains=settings.getint("CRAWLER_API_METRICS_TOP_DOMAINS"),
+            certfile=certfile,
+            keyfile=keyfile,
         )

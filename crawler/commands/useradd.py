@@ -1,6 +1,7 @@
 """``scrapy useradd NAME ROLE``: create a user of ``scrapy serve`` (or change its role and
 password). The password is read on standard input, never from the command line, where other
-users of the machine could see it."""
+users of the machine could see it. A new role holds from the user's next request; a new password
+ends the user's sessions (``scrapy userdel --sessions-only`` ends them without one)."""
 
 from __future__ import annotations
 

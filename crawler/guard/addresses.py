@@ -104,13 +104,13 @@ def embedded_ipv4(address: IPv6Address) -> tuple[str, IPv4Address] | None:
 def refusal(address: Address, allowed_networks: Iterable[Network] = ()) -> Refusal | None:
     """Why the crawler must not connect to ``address``, or None when it may."""
     allowed = tuple(allowed_networks)
-    if _listed(address, allowed):
+    if in_networks(address, allowed):
         return None
     if isinstance(address, IPv6Address):
         embedded = embedded_ipv4(address)
         if embedded is not None:
             form, inner = embedded
-            if _listed(inner, allowed):
+            if in_networks(inner, allowed):
                 return None
             category = _category(inner)
             if category is None:
@@ -151,7 +151,7 @@ def _category(address: Address) -> str | None:
     if (
         address.is_reserved
         or (isinstance(address, IPv6Address) and address.is_site_local)
-        or _listed(address, _SPECIAL_PURPOSE)
+        or in_networks(address, _SPECIAL_PURPOSE)
     ):
         return "reserved"
     if not address.is_global:
@@ -159,19 +159,19 @@ def _category(address: Address) -> str | None:
     return None
 
 
-def _listed(address: Address, networks: tuple[Network, ...]) -> bool:
+def in_networks(address: Address, networks: tuple[Network, ...]) -> bool:
     return any(address.version == network.version and address in network for network in networks)
 
 
-def parse_networks(values: Iterable[str]) -> tuple[Network, ...]:
-    """Networks from ``CRAWLER_ALLOWED_NETWORKS`` entries (``10.0.0.0/8``, ``fd00::/8``, a single
-    address); raises ValueError naming the bad entry."""
+def parse_networks(values: Iterable[str], setting: str = "CRAWLER_ALLOWED_NETWORKS") -> tuple[Network, ...]:
+    """Networks from the entries of a setting (``10.0.0.0/8``, ``fd00::/8``, a single address);
+    raises ValueError naming the setting and the bad entry."""
     networks = []
     for value in values:
         try:
             networks.append(ip_network(value.strip(), strict=False))
         except ValueError as exc:
-            raise ValueError(f"CRAWLER_ALLOWED_NETWORKS: {value!r} is not a network: {exc}") from None
+            raise ValueError(f"{setting}: {value!r} is not a network: {exc}") from None
     return tuple(networks)
 
 

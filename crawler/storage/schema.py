@@ -349,6 +349,22 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX idx_domain_state_delay ON domain_state (effective_delay DESC, domain)
     """,
+    # sessions of scrapy serve name their user and the user's session stamp, no longer a copy of
+    # the role: the role is read at each request, and a new stamp (a new password, the user's
+    # sessions ended) ends every session made before it. The sessions of before end here.
+    """
+    ALTER TABLE users ADD COLUMN session_stamp VARCHAR(32) NOT NULL DEFAULT '';
+    DROP TABLE sessions;
+    CREATE TABLE sessions (
+        token_hash VARCHAR(64) PRIMARY KEY,
+        username VARCHAR(64) NOT NULL,
+        session_stamp VARCHAR(32) NOT NULL,
+        created_at {ts} NOT NULL,
+        expires_at {ts} NOT NULL
+    );
+    CREATE INDEX idx_sessions_expires_at ON sessions (expires_at);
+    CREATE INDEX idx_sessions_username ON sessions (username)
+    """,
 )
 
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+
 from aiohttp import web
 
 from crawler.api import params
 from crawler.api.auth import COOKIE, authenticate
-from crawler.api.context import context, identity
+from crawler.api.context import client, context, identity
 from crawler.api.routing import Route
 
+logger = logging.getLogger(__name__)
+
+LOGIN_PATH = "/api/auth/login"
 LOGIN_BODY = {
     "type": "object",
     "required": ["username", "password"],
@@ -20,13 +25,28 @@ LOGIN_BODY = {
 
 
 async def login(request: web.Request) -> web.Response:
+    """Failed logins are counted per account (whoever sends them, from wherever); past the limit
+    the account's logins answer 429 until the oldest failure leaves the window, right password
+    or not, so that the answer tells nothing of the guess."""
     found = context(request)
     data = await params.body(request)
     username, password = params.string_field(data, "username", 64), params.string_field(data, "password", 1024)
-    who = await authenticate(found.db, username, password)
-    if who is None:
+    attempt = found.login_attempts.hit(username)
+    if not attempt.allowed:
+        logger.warning("login as %r from %s refused: too many failed logins", username, client(request))
+        raise params.too_many("too many failed logins for this user: try again later", attempt.retry_after)
+    failed = False
+    try:
+        found_user = await authenticate(found.db, username, password)
+        failed = found_user is None
+    finally:
+        if not failed:  # only failures count (the database away is not one)
+            found.login_attempts.undo(username)
+    if found_user is None:
+        logger.warning("failed login as %r from %s", username, client(request))
         return web.json_response({"error": "unknown user or wrong password"}, status=401)
-    token = await found.sessions.create(who)
+    who, stamp = found_user
+    token = await found.sessions.create(who.username, stamp)
     response = web.json_response({"username": who.username, "role": who.role})
     response.set_cookie(
         COOKIE,
@@ -58,10 +78,10 @@ async def me(request: web.Request) -> web.Response:
 ROUTES = (
     Route(
         "POST",
-        "/api/auth/login",
+        LOGIN_PATH,
         login,
         "anonymous",
-        "Log in: sets the session cookie",
+        "Log in: sets the session cookie (failed logins per account are limited: 429)",
         body=LOGIN_BODY,
         statuses=(400, 401),
     ),

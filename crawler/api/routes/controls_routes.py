@@ -26,8 +26,6 @@ LIMITS_BODY = {
 
 async def _control(found: ApiContext, domain: str, who: str, **values: Any) -> dict[str, Any]:
     """Upsert the domain's control row with ``values``; the other columns keep theirs."""
-    if not domain or len(domain) > 255:
-        raise params.bad_request("domain must be 1 to 255 characters")
     row = await set_control(found.db, domain, who, utc_now(), **values)
     row["paused"] = bool(row["paused"])
     return row

@@ -53,8 +53,8 @@ async def _inbox(request: web.Request, action: str) -> web.Response:
     who = identity(request)
     data = await params.body(request)
     urls = params.url_list(data)
-    spider = data.get("spider") if isinstance(data.get("spider"), str) else None
-    crawl = data.get("crawl") if isinstance(data.get("crawl"), str) else None
+    spider = params.optional_string_field(data, "spider", 64)
+    crawl = params.optional_string_field(data, "crawl", 255)
     accepted, rejected = _validated(found, urls)
     if not accepted:
         raise params.bad_request(f"no valid URL: {rejected[0]['url']!r}: {rejected[0]['error']}")

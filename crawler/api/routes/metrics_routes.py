@@ -24,5 +24,6 @@ async def metrics(request: web.Request) -> web.Response:
     return response
 
 
-# Scrapers rarely log in: the same crawl-wide figures as /api/stats, no URL, bounded domains.
+# Scrapers rarely log in: the same crawl-wide figures as /api/stats, no URL, and domain names
+# only for the busiest CRAWLER_API_METRICS_TOP_DOMAINS (none unless the operator sets it).
 ROUTES = (Route("GET", "/metrics", metrics, "anonymous", "Prometheus metrics of the whole crawl"),)

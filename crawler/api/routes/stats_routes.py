@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from crawler.api import figures, params
-from crawler.api.context import context
+from crawler.api.context import context, identity
 from crawler.api.overview import gather, mark_liveness, point_json, recent_samples, run_or_404, run_samples, stopped
 from crawler.api.routing import Param, Route
 from crawler.api.runs import CrawlRun, latest_runs
@@ -34,13 +34,18 @@ TOTALS = {
     "storage_pending_rows": "storage/pending_rows",
     "lease_reclaims": "frontier/lease_reclaimed",
 }
+PROCESS_NAMES = frozenset({"worker_id", "job_id", "hostname", "pid"})
+"""What names a machine, a process or a job: told to logged-in callers only (anonymous callers
+get the crawl's figures, states and times)."""
 
 
 async def stats(request: web.Request) -> web.Response:
     view = await gather(context(request), params.text(request, "crawl", 255))
+    named = identity(request).may("user")
     live, finished = [], []
     for worker in view.workers:  # the latest heartbeat first
         (live if worker["state"] in figures.LIVE_STATES else finished).append(worker)
+    hidden = {"stats"} | (set() if named else PROCESS_NAMES)
     body = {
         "generated_at": view.now,
         "pages_per_second": round(view.pages_per_second, 3),
@@ -48,23 +53,30 @@ async def stats(request: web.Request) -> web.Response:
         "totals": {name: view.totals.get(key, 0.0) for name, key in TOTALS.items()},
         "statuses": figures.statuses(view.totals),
         "active_workers": len(view.live_workers),
-        "workers": [{k: v for k, v in w.items() if k != "stats"} for w in live + finished[:FINISHED_WORKERS_LISTED]],
+        "workers": [{k: v for k, v in w.items() if k not in hidden} for w in live + finished[:FINISHED_WORKERS_LISTED]],
         "finished_workers": len(finished),
-        "crawl": None if view.run is None else run_json(view.run, view.run_per_minute),
-        "crawls": [run.summary() for run in view.runs[:CRAWLS_LISTED]],
+        "crawl": None if view.run is None else run_json(view.run, view.run_per_minute, named),
+        "crawls": [_summary(run, named) for run in view.runs[:CRAWLS_LISTED]],
         "frontier": view.frontier,
         "domains": view.domains,
         "crawl_paused": view.paused,
-        "alerts": [{"name": a.name, "message": a.message} for a in view.alerts],
+        "alerts": [{"name": a.name, "message": a.told(named)} for a in view.alerts],
     }
     return web.json_response(body)
 
 
-def run_json(run: CrawlRun, per_minute: list[figures.Point]) -> dict[str, Any]:
+def _summary(run: CrawlRun, named: bool) -> dict[str, Any]:
+    summary = run.summary()
+    if not named:
+        del summary["jobs"]
+    return summary
+
+
+def run_json(run: CrawlRun, per_minute: list[figures.Point], named: bool) -> dict[str, Any]:
     """A run's summary with its own figures: pages from its processes' latest heartbeats, the
     rate of the last minute, the success of the last five."""
     return {
-        **run.summary(),
+        **_summary(run, named),
         "pages_fetched": run.total(figures.PAGES),
         "pages_per_second": round(per_minute[-1].pages_per_second, 3) if per_minute else 0.0,
         "success_rate": figures.success_rate(per_minute),

@@ -213,8 +213,10 @@ async function showDetail(domain) {
 
 $("#login-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  const form = new FormData(event.target);
-  const response = await fetch("/api/auth/login", { method: "POST", body: new URLSearchParams(form), credentials: "same-origin" });
+  const form = Object.fromEntries(new FormData(event.target));
+  const response = await fetch("/api/auth/login", {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(form), credentials: "same-origin",
+  });
   const body = await response.json();
   if (!response.ok) { $("#login-error").textContent = body.error; return; }
   $("#login-error").textContent = "";

@@ -46,7 +46,9 @@ function drawChart(svg, legend, series) {
   svg.appendChild(label);
   legend.replaceChildren(...STATUS_CLASSES.map(([name, color]) => {
     const item = document.createElement("span");
-    item.innerHTML = `<i style="background:${color}"></i>${name}`;
+    const swatch = document.createElement("i");
+    swatch.style.background = color; // through the CSSOM: the page's CSP refuses style attributes in markup
+    item.append(swatch, name);
     return item;
   }), Object.assign(document.createElement("span"), { textContent: "— pages/s" }));
 }
