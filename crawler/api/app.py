@@ -15,12 +15,12 @@ from scrapy.settings import BaseSettings
 from crawler.api import csrf, params
 from crawler.api.auth import ANONYMOUS, COOKIE, Identity
 from crawler.api.context import CLIENT, CONTEXT, IDENTITY, ApiContext, client, context
-from crawler.api.headers import add_security_headers
 from crawler.api.openapi import describe
 from crawler.api.routes import ROUTES
 from crawler.api.routes.auth_routes import LOGIN_PATH
 from crawler.api.routes.site_routes import OPENAPI
 from crawler.api.routing import Handler, Route
+from crawler.api.security_headers import add_security_headers
 from crawler.api.serve_config import ServeConfig
 from crawler.storage import StorageUnavailable
 

@@ -7,7 +7,7 @@ from ipaddress import ip_address
 
 from scrapy.settings import BaseSettings
 
-from crawler.api.proxies import TrustedProxies
+from crawler.api.forwarded import TrustedProxies
 from crawler.guard.addresses import parse_networks
 from crawler.setting_lists import list_setting
 

@@ -8,7 +8,7 @@ from ipaddress import ip_network
 
 import pytest
 
-from crawler.api.proxies import UNKNOWN, TrustedProxies, parse_address
+from crawler.api.forwarded import UNKNOWN, TrustedProxies, parse_address
 
 PROXIES = TrustedProxies((ip_network("10.0.0.0/8"), ip_network("fd00::/8")))
 
