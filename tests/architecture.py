@@ -11,7 +11,7 @@ from pathlib import Path
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("foundations", frozenset({"compat", "signals", "exceptions", "items", "exitcodes", "logformatter"})),
     ("readers of the web", frozenset({"identity", "http", "extraction", "sitemaps"})),
-    ("edges", frozenset({"redis", "storage"})),
+    ("edges", frozenset({"redis", "storage", "warc"})),
     ("concepts", frozenset({"politeness", "robots", "seen", "scope", "guard", "recrawl", "outcomes", "control"})),
     ("services", frozenset({"services"})),
     ("plug-ins", frozenset({"frontier", "download"})),
