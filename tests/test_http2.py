@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from scrapy.settings import Settings
 from scrapy.utils.project import get_project_settings
+from warcio.archiveiterator import ArchiveIterator
 
 from bench.realweb import RealWeb, gaps
 from crawler.addons.http2 import H2_HANDLER, Http2
@@ -33,7 +34,13 @@ def h2_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealWeb]:
 def test_pages_come_over_http2_spaced_by_the_limiter(h2_web: RealWeb, tmp_path: Path) -> None:
     database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
     h2_web.clear()
-    crawl("links", database, url=h2_web.url(0, "/page-0.html"), settings={"CRAWLER_HTTP2": "True"})
+    warc = tmp_path / "warc"
+    crawl(
+        "links",
+        database,
+        url=h2_web.url(0, "/page-0.html"),
+        settings={"CRAWLER_HTTP2": "True", "CRAWLER_WARC_DIR": str(warc)},
+    )
     served = h2_web.log()
     assert served and {r.protocol for r in served} == {"HTTP/2.0"}
     pages = [r for r in served if r.path.startswith("/page-")]
@@ -48,6 +55,10 @@ def test_pages_come_over_http2_spaced_by_the_limiter(h2_web: RealWeb, tmp_path: 
     assert {url.rsplit("/", 1)[1] for url, row in rows.items() if row["status"] == "fetched"} == {
         f"page-{n}.html" for n in range(PAGES)
     }
+    (archive,) = warc.glob("*.warc.gz")  # HTTP/2 has no status line: the records say HTTP/2
+    with archive.open("rb") as stream:
+        lines = [r.http_headers.protocol for r in ArchiveIterator(stream) if r.rec_type in ("request", "response")]
+    assert len(lines) == 2 * len(served) and set(lines) == {"GET", "HTTP/2"}
 
 
 def test_the_handler_only_when_asked() -> None:
