@@ -2,7 +2,7 @@
 ``CrawlSpider``, both crawling the same documentation site served gzip-compressed by nginx.
 
     .venv/bin/python -m bench.real_corpus [--runs 3] [--database sqlite|postgresql] [--profile DIR]
-                                          [--also NAME=PATH ...] [--crawler-only]
+                                          [--also NAME=PATH ...] [--crawler-only] [--warc]
 
 The site is ``bench.realweb``'s (the Python 3.11 documentation of Debian, 530 pages of 9 KB to
 2.5 MB, ``Content-Type: text/html`` without a charset, gzip). Politeness is off for both (no
@@ -11,7 +11,9 @@ every row with its body (SQLite by default, or a fresh PostgreSQL database). CPU
 crawl process's own, so nginx's does not count. ``--profile DIR`` also writes a cProfile of
 every crawler run there (Scrapy's ``--profile``). ``--also NAME=PATH`` also runs the crawler of
 another checkout of this project (``git archive main | tar -x -C PATH``), interleaved with the
-others, for before/after figures of a change; repeat it for several.
+others, for before/after figures of a change; repeat it for several. ``--warc`` also runs this
+crawler writing WARC files (``CRAWLER_WARC_DIR``), reported as ``warc``, with the bytes of WARC
+per page.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def main() -> None:
     parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--profile", type=Path, help="write a cProfile of every crawler run into this folder")
     parser.add_argument("--crawler-only", action="store_true", help="skip stock Scrapy (profiling)")
+    parser.add_argument("--warc", action="store_true", help="also run this crawler writing WARC files")
     add_also_option(parser)
     args = parser.parse_args()
     exit_on_sigterm()
@@ -61,7 +64,10 @@ def main() -> None:
     crawlers = {"stock": None} if not args.crawler_only else {}
     crawlers |= other_checkouts(args)
     crawlers["crawler"] = ROOT
+    if args.warc:
+        crawlers["warc"] = ROOT
     runs: dict[str, list[Run]] = {name: [] for name in crawlers}
+    warc_bytes_per_page: list[float] = []
     with RealWeb(1, crawl_delay=None) as web, tempfile.TemporaryDirectory() as tmp:
         url = web.url(0, "/index.html")
 
@@ -86,10 +92,16 @@ def main() -> None:
                     )
                     command += ["-s", f"DATABASE_URL={database_url}"]
                     cwd = project
+                warc = Path(tmp) / f"warc-{i}"
+                if name == "warc":
+                    command += ["-s", f"CRAWLER_WARC_DIR={warc}"]
                 try:
                     web.clear()
                     runs[name].append(measure(name, command, cwd, pages, project))
                     print_run(i, runs[name][-1])
+                    if name == "warc":
+                        warc_bytes_per_page.append(_bytes_per_page(warc, runs[name][-1].pages))
+                        print(f"      warc     {warc_bytes_per_page[-1]:8.0f} bytes of WARC per page", flush=True)
                 finally:
                     if database is not None:
                         _drop_postgres_database(database)
@@ -105,6 +117,13 @@ def main() -> None:
             r.cpu_ms_per_page for r in runs["crawler"]
         )
         print(f"CPU per page, {name}/crawler: {ratio:.2f}x")
+    if warc_bytes_per_page:
+        print(f"WARC bytes per page (gzip per record): {statistics.median(warc_bytes_per_page):.0f}")
+
+
+def _bytes_per_page(folder: Path, pages: int) -> float:
+    """Bytes of the WARC files in ``folder`` per page fetched (their indexes not counted)."""
+    return sum(path.stat().st_size for path in folder.glob("*.warc.gz")) / pages
 
 
 if __name__ == "__main__":

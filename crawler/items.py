@@ -64,6 +64,12 @@ class PageItem:
     """The links the crawl follows from the page (JSON) where they differ from ``links``
     (``rel=nofollow``, a ``nofollow`` directive, the per-page cap, the canonical URL); they are
     followed again from storage when the page is not downloaded again."""
+    warc_filename: str | None = None
+    """The WARC file (in ``CRAWLER_WARC_DIR``) of the response or revisit record of the copy."""
+    warc_offset: int | None = None
+    """Where that record starts in the file (its gzip member), as a CDXJ index says."""
+    warc_payload_digest: str | None = None
+    """``WARC-Payload-Digest`` of the copy's payload as received (``sha1:`` and base 32)."""
 
 
 @dataclass(slots=True)

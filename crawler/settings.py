@@ -65,6 +65,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Under the limiter (800), which settles an unstamped departure first on the way back;
     # above redirects and retries.
     "crawler.middlewares.request_log.RequestLogMiddleware": 790,
+    # Above redirects (600), retries (550) and decompression (590): every answer as it came off
+    # the wire; after Scrapy's HttpProxyMiddleware (750): the request's headers as sent.
+    "crawler.middlewares.warc.WarcMiddleware": 760,
 }
 
 CRAWLER_LIMITER_ENABLED = True
@@ -217,6 +220,12 @@ CRAWLER_RETAIN_BODIES_DAYS = 0.0
 CRAWLER_RETAIN_REQUEST_LOG_DAYS = 14.0
 CRAWLER_RETAIN_STATS_SAMPLES_DAYS = 14.0
 CRAWLER_PRUNE_BATCH_SIZE = 50_000
+
+# --- WARC files (ISO 28500) -------------------------------------------------------------------
+# A folder turns them on: request, response, revisit and metadata records of every fetch
+# (robots.txt included), rotated past CRAWLER_WARC_MAX_SIZE bytes, a CDXJ index beside each.
+CRAWLER_WARC_DIR = ""
+CRAWLER_WARC_MAX_SIZE = 1_000_000_000
 
 ITEM_PIPELINES = {
     "crawler.pipelines.storage.StoragePipeline": 800,

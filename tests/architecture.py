@@ -14,7 +14,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         frozenset({"compat", "signals", "exceptions", "items", "exitcodes", "logformatter", "setting_lists"}),
     ),
     ("readers of the web", frozenset({"identity", "http", "extraction", "sitemaps"})),
-    ("edges", frozenset({"redis", "storage"})),
+    ("edges", frozenset({"redis", "storage", "warc"})),
     ("concepts", frozenset({"politeness", "robots", "seen", "scope", "guard", "recrawl", "outcomes", "control"})),
     ("services", frozenset({"services"})),
     ("plug-ins", frozenset({"frontier", "download"})),

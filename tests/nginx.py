@@ -27,10 +27,12 @@ class Served:
 
 
 class Nginx:
-    def __init__(self, folder: Path, address: str = "127.0.0.1"):
+    def __init__(self, folder: Path, address: str = "127.0.0.1", gzip: bool = False):
         self.folder = folder
         self.root = folder / "site"
         self.address = address
+        self.gzip = gzip
+        """Compress HTML and text on the fly (``Content-Encoding: gzip``, chunked)."""
         self.port = free_port(address)
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -61,6 +63,7 @@ class Nginx:
                 scgi_temp_path {self.folder}/tmp-scgi;
                 types {{ text/html html; text/plain txt; }}
                 default_type application/octet-stream;
+                {"gzip on; gzip_types text/plain;" if self.gzip else ""}
                 server {{
                     listen {self.address}:{self.port};
                     root {self.root};

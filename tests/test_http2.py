@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from scrapy.settings import Settings
 from scrapy.utils.project import get_project_settings
+from warcio.archiveiterator import ArchiveIterator
 
 from bench.realweb import RealWeb, gaps, loopback_addresses
 from crawler.addons.http2 import H2_HANDLER, Http2
@@ -35,8 +36,9 @@ def h2_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealWeb]:
 def test_pages_come_over_http2_spaced_by_the_limiter(h2_web: RealWeb, tmp_path: Path) -> None:
     database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
     h2_web.clear()
+    warc = tmp_path / "warc"
     seeds = ",".join(h2_web.url(n, "/page-0.html") for n in range(len(DELAYS)))
-    crawl("links", database, url=seeds, settings={"CRAWLER_HTTP2": "True"})
+    crawl("links", database, url=seeds, settings={"CRAWLER_HTTP2": "True", "CRAWLER_WARC_DIR": str(warc)})
     served = h2_web.requests_by_host()
     assert len(served) == len(DELAYS)
     for address, delay in zip(h2_web.addresses, DELAYS):
@@ -49,6 +51,10 @@ def test_pages_come_over_http2_spaced_by_the_limiter(h2_web: RealWeb, tmp_path: 
         assert min(gaps(requests)) >= delay - 0.002, (address, delay, gaps(requests))
     rows = database.pages()
     assert sum(1 for row in rows.values() if row["status"] == "fetched") == PAGES * len(DELAYS)
+    (archive,) = warc.glob("*.warc.gz")  # HTTP/2 has no status line: the records say HTTP/2
+    with archive.open("rb") as stream:
+        lines = [r.http_headers.protocol for r in ArchiveIterator(stream) if r.rec_type in ("request", "response")]
+    assert len(lines) == 2 * sum(map(len, served.values())) and set(lines) == {"GET", "HTTP/2"}
 
 
 def test_the_handler_only_when_asked() -> None:

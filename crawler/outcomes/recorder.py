@@ -27,6 +27,7 @@ from crawler.http.headers import header, header_values, http_date, media_type
 from crawler.identity import host_of, surt_key, url_hash
 from crawler.identity.resolve import LinkResolver
 from crawler.items import PageItem
+from crawler.warc import archived_in
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
@@ -204,6 +205,9 @@ class OutcomeRecorder:
         item.server_date = http_date(header(response, "Date"))
         latency: Any = meta.get("download_latency")
         item.crawl_duration_ms = round(latency * 1000) if latency is not None else None
+        if (archived := archived_in(meta)) is not None:
+            item.warc_filename, item.warc_offset = archived.filename, archived.offset
+            item.warc_payload_digest = archived.payload_digest
 
 
 def _utf8_document(response: TextResponse) -> bytes:

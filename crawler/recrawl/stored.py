@@ -1,5 +1,6 @@
 """What the database knows of the pages a crawl is about to schedule: their validators,
-revisit schedule and stored links, read in batches (``crawler.storage.pages``)."""
+revisit schedule, stored links and the digest of their archived payload, read in batches
+(``crawler.storage.pages``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ class StoredPage:
     history: History
     has_content: bool
     """The row holds a good copy of the page (a failed visit keeps the last one)."""
+    payload_digest: str | None = None
+    """``WARC-Payload-Digest`` of the copy, when it was archived (``CRAWLER_WARC_DIR``)."""
 
     def validators(self) -> dict[str, str]:
         """The headers of a conditional request for the stored copy."""
@@ -39,7 +42,10 @@ class StoredPage:
     def meta(self) -> dict[str, Any]:
         """What the visit's row needs of the stored one, as plain JSON for a shared frontier."""
         history = self.history
-        return {"i": history.interval, "n": history.revisits, "x": history.changes, "h": self.content_hash}
+        meta = {"i": history.interval, "n": history.revisits, "x": history.changes, "h": self.content_hash}
+        if self.payload_digest:
+            meta["d"] = self.payload_digest
+        return meta
 
 
 def history_of(meta: dict[str, Any] | None) -> tuple[History | None, str | None]:
@@ -47,6 +53,11 @@ def history_of(meta: dict[str, Any] | None) -> tuple[History | None, str | None]
     if not meta:
         return None, None
     return History(meta.get("i"), meta.get("n", 0), meta.get("x", 0)), meta.get("h")
+
+
+def stored_payload_digest(meta: dict[str, Any] | None) -> str | None:
+    """The digest of the archived payload of the stored copy a request carries (see ``StoredPage.meta``)."""
+    return meta.get("d") if meta else None
 
 
 class StoredPages:
@@ -61,7 +72,7 @@ class StoredPages:
         """The stored state of those of ``urls`` that have a row, by URL."""
         found: dict[str, StoredPage] = {}
         for url, row in (await stored_pages(self.backend, urls)).items():
-            etag, modified, content_hash, visited, next_at, interval, revisits, changes, status = row
+            etag, modified, content_hash, visited, next_at, interval, revisits, changes, status, digest = row
             found[url] = StoredPage(
                 etag=etag,
                 last_modified=modified,
@@ -70,6 +81,7 @@ class StoredPages:
                 next_at=unix_time(next_at),
                 history=History(interval, revisits, changes),
                 has_content=status in _CONTENT_STATUSES or (status == "error" and content_hash is not None),
+                payload_digest=digest,
             )
         return found
 

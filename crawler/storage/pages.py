@@ -25,6 +25,7 @@ STORED_COLUMNS = (
     "visit_count",
     "change_count",
     "status",
+    "warc_payload_digest",
 )
 """What ``stored_pages`` reads of each page."""
 

@@ -68,9 +68,13 @@ PAGE_COLUMNS: tuple[str, ...] = (
     "visit_count",
     "change_count",
     "followed_links",
+    "warc_filename",
+    "warc_offset",
+    "warc_payload_digest",
 )
 """Columns of seed 000's target table and seed 002's crawled_pages together, plus the
-crawl context (depth, priority, how the URL was found, the job) and the revisit schedule."""
+crawl context (depth, priority, how the URL was found, the job), the revisit schedule and where
+the copy is archived."""
 
 VISIT_COLUMNS: tuple[str, ...] = (
     "url",
@@ -103,8 +107,12 @@ CONTENT_COLUMNS: tuple[str, ...] = (
     "etag",
     "last_modified",
     "server_date",
+    "warc_filename",
+    "warc_offset",
+    "warc_payload_digest",
 )
-"""What a page says: kept from the last good copy by a failed visit and by an unchanged one."""
+"""What a page says, and where that copy is archived: kept from the last good copy by a failed
+visit and by an unchanged one."""
 
 CONTENT_KEEPING_STATUSES = ("error", "unchanged")
 
@@ -364,6 +372,13 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX idx_sessions_expires_at ON sessions (expires_at);
     CREATE INDEX idx_sessions_username ON sessions (username)
+    """,
+    # where each page's copy is in the crawl's WARC files (CRAWLER_WARC_DIR), and its payload's
+    # digest, which a re-crawl compares to write a revisit record instead of the payload again
+    """
+    ALTER TABLE pages ADD COLUMN warc_filename TEXT;
+    ALTER TABLE pages ADD COLUMN warc_offset BIGINT;
+    ALTER TABLE pages ADD COLUMN warc_payload_digest VARCHAR(64)
     """,
 )
 
