@@ -302,6 +302,10 @@ CRAWLER_API_HEARTBEAT_TIMEOUT = 120.0
 # Per-domain series of /metrics (domain names as labels, to anyone who reaches /metrics): none
 # unless the operator asks.
 CRAWLER_API_METRICS_TOP_DOMAINS = 0
+# A bearer token (or a file holding it) with which a scraper reads /metrics outside the rate
+# limits, and sees the crawls' names; "" for none.
+CRAWLER_API_METRICS_TOKEN = ""
+CRAWLER_API_METRICS_TOKEN_FILE = ""
 
 # --- Runtime -----------------------------------------------------------------------------------
 LOGSTATS_INTERVAL = 10.0

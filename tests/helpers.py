@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sqlite3
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from scrapy import Spider
 import crawler.settings
 from crawler.politeness.policy import DomainState, Policy
 from crawler.redis.store import FrontierConfig, FrontierStore
+from crawler.settings import LOGSTATS_INTERVAL
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -201,3 +204,16 @@ class PageSpider(Spider):
 
     def page_failed(self, failure: Any) -> None:  # pragma: no cover - never called
         pass
+
+
+_LOGSTATS = re.compile(r"^(\S+ \S+) \[scrapy\.extensions\.logstats\] INFO: Crawled (\d+) pages", re.MULTILINE)
+
+
+def logged_rate(log: Path, window: float = 60.0) -> float:
+    """Pages per second over the last ``window`` seconds of a crawl process, from the lines
+    Scrapy logs every ``LOGSTATS_INTERVAL`` seconds (its first one as the spider opens)."""
+    lines = [(datetime.fromisoformat(at).timestamp(), int(n)) for at, n in _LOGSTATS.findall(log.read_text())]
+    last_at, last = lines[-1]
+    first_at, first = next((at, n) for at, n in lines if at >= last_at - window)
+    # Times are to the second: the span is a whole number of intervals.
+    return (last - first) / (round((last_at - first_at) / LOGSTATS_INTERVAL) * LOGSTATS_INTERVAL)

@@ -22,12 +22,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from crawler.settings import LOGSTATS_INTERVAL
 from crawler.storage.jobs import pages_in_stats
 from tests.api_server import ServeProcess, create_users, migrate
 from tests.browser import OUTPUT, chromium, log_in, next_refresh
 from tests.conftest import REDIS_URL
-from tests.helpers import Database, finish_all, start_crawl, wait_until
+from tests.helpers import Database, finish_all, logged_rate, start_crawl, wait_until
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.integration
@@ -37,7 +36,6 @@ SETTLED = 30.0
 DELAY = "0.25"
 """Seconds between two requests to a site: 8 pages/s over the two sites."""
 PAGES = "response_received_count"
-LOGSTATS = re.compile(r"^(\S+ \S+) \[scrapy\.extensions\.logstats\] INFO: Crawled (\d+) pages", re.MULTILINE)
 SHOWN = """(jobs) => ({
     rate: document.querySelector("#rate").textContent,
     fetched: document.querySelector("#fetched").textContent,
@@ -45,16 +43,6 @@ SHOWN = """(jobs) => ({
     jobs: Object.fromEntries(jobs.map((job) => [job, document.querySelector(`#jobs tr[data-job="${job}"] td.pages`).textContent])),
 })"""
 """What the dashboard shows, read at once (between two refreshes)."""
-
-
-def _logged_rate(log: Path, window: float = 60.0) -> float:
-    """Pages per second over the last ``window`` seconds of a crawl process, from the lines
-    Scrapy logs every ``LOGSTATS_INTERVAL`` seconds (its first one as the spider opens)."""
-    lines = [(datetime.fromisoformat(at).timestamp(), int(n)) for at, n in LOGSTATS.findall(log.read_text())]
-    last_at, last = lines[-1]
-    first_at, first = next((at, n) for at, n in lines if at >= last_at - window)
-    # Times are to the second: the span is a whole number of intervals.
-    return (last - first) / (round((last_at - first_at) / LOGSTATS_INTERVAL) * LOGSTATS_INTERVAL)
 
 
 def _heartbeats(database: Database, crawl: str) -> dict[str, dict[str, Any]]:
@@ -104,7 +92,7 @@ def test_the_dashboard_shows_the_figures_of_the_crawl_running(
             next_refresh(page)  # its requests left after ``before`` was read
             shown = page.evaluate(SHOWN, jobs)
             after = _heartbeats(database, crawl_name)
-            logged = sum(_logged_rate(log) for log in logs)
+            logged = sum(logged_rate(log) for log in logs)
             shot = tmp_path / "dashboard-crawl.png"
             page.screenshot(path=str(shot), full_page=True)
             OUTPUT.mkdir(exist_ok=True)

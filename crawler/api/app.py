@@ -13,11 +13,12 @@ from redis.exceptions import RedisError
 from scrapy.settings import BaseSettings
 
 from crawler.api import csrf, params
-from crawler.api.auth import ANONYMOUS, COOKIE, Identity
+from crawler.api.auth import ANONYMOUS, COOKIE, SCRAPER, Identity, bearer_matches
 from crawler.api.context import CLIENT, CONTEXT, IDENTITY, ApiContext, client, context
 from crawler.api.openapi import describe
 from crawler.api.routes import ROUTES
 from crawler.api.routes.auth_routes import LOGIN_PATH
+from crawler.api.routes.metrics_routes import METRICS_PATH
 from crawler.api.routes.site_routes import OPENAPI
 from crawler.api.routing import Handler, Route
 from crawler.api.security_headers import add_security_headers
@@ -41,6 +42,11 @@ async def caller(request: web.Request, handler: Handler) -> web.StreamResponse:
     found = context(request)
     address = found.config.trusted_proxies.client(request.remote, request.headers.getall("X-Forwarded-For", ()))
     request[CLIENT] = address
+    if request.path == METRICS_PATH and bearer_matches(
+        request.headers.get("Authorization"), found.config.metrics_token
+    ):
+        request[IDENTITY] = SCRAPER
+        return await handler(request)
     token = request.cookies.get(COOKIE)
     who = (await found.sessions.get(token) if token and len(token) < 200 else None) or ANONYMOUS
     request[IDENTITY] = who

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import json
 import secrets
 from dataclasses import dataclass
@@ -57,6 +58,17 @@ class Identity:
 
 
 ANONYMOUS = Identity("", "anonymous")
+SCRAPER = Identity("", "anonymous")
+"""A metrics scraper with the scrape token: it may read what anonymous callers may, uncounted by
+the rate limits (Prometheus cannot log in), and sees the crawls' names in ``/metrics``."""
+
+
+def bearer_matches(authorization: str | None, token: str | None) -> bool:
+    """Whether an ``Authorization`` header carries ``token`` as a bearer token (as Prometheus's
+    ``authorization`` block sends it); compared in constant time."""
+    if not token or not authorization or not authorization.startswith("Bearer "):
+        return False
+    return hmac.compare_digest(authorization.removeprefix("Bearer ").strip().encode(), token.encode())
 
 
 def hash_password(password: str) -> str:

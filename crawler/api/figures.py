@@ -185,6 +185,10 @@ class Alert:
         return self.message if named or self.public_message is None else self.public_message
 
 
+HIGH_ERROR_RATE, FRONTIER_BACKLOG, WORKER_CRASH = "high_error_rate", "frontier_backlog", "worker_crash"
+ALERT_NAMES = (HIGH_ERROR_RATE, FRONTIER_BACKLOG, WORKER_CRASH)
+
+
 def alerts(per_minute: list[Point], stale_workers: Iterable[str], heartbeat_timeout: float) -> list[Alert]:
     """Seed 002's alerts from per-minute points (oldest first) and the workers whose heartbeat
     stopped: 4xx/5xx over 20% in each of the last 5 minutes, a frontier grown by more than 10%
@@ -196,18 +200,18 @@ def alerts(per_minute: list[Point], stale_workers: Iterable[str], heartbeat_time
     ):
         rate = sum(p.errors for p in recent) / sum(p.responses for p in recent)
         found.append(
-            Alert("high_error_rate", f"{rate:.0%} of responses were 4xx/5xx over the last {ERROR_RATE_MINUTES} minutes")
+            Alert(HIGH_ERROR_RATE, f"{rate:.0%} of responses were 4xx/5xx over the last {ERROR_RATE_MINUTES} minutes")
         )
     if len(per_minute) >= 2:
         previous, latest = per_minute[-2].frontier, per_minute[-1].frontier
         if previous and latest is not None and (latest - previous) / previous > BACKLOG_GROWTH:
             found.append(
                 Alert(
-                    "frontier_backlog",
+                    FRONTIER_BACKLOG,
                     f"the frontier grew {(latest - previous) / previous:.0%} in the last minute ({previous:.0f} to {latest:.0f})",
                 )
             )
     for worker in stale_workers:
         silent = f"sent no heartbeat for over {heartbeat_timeout:.0f} s"
-        found.append(Alert("worker_crash", f"worker {worker} has {silent}", f"a worker has {silent}"))
+        found.append(Alert(WORKER_CRASH, f"worker {worker} has {silent}", f"a worker has {silent}"))
     return found

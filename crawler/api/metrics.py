@@ -1,7 +1,9 @@
 """Crawl-wide Prometheus metrics, read from the database (and Redis) at scrape time.
 
-The figures are those every crawl process publishes (its ``workers`` row), summed; per-domain
-series exist only for the busiest domains, so the number of series stays bounded."""
+The figures are those every crawl process publishes (its ``workers`` row), summed over every
+process the database holds (counters that only grow, as Prometheus expects); the pages of each
+crawl running, by crawl, for the scraper with the token and logged-in users; one series per
+alert; per-domain series only for the busiest domains, so the number of series stays bounded."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from crawler.api.overview import Overview
 DELAY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 COUNTERS = (
     ("crawler_pages_fetched", "Pages fetched (responses received)", figures.PAGES),
-    ("crawler_robots_denials", "URLs forbidden by robots.txt", "robots/forbidden"),
+    ("crawler_robots_denials", "URLs forbidden by robots.txt", "robotstxt/forbidden"),
     ("crawler_retries", "Requests retried", "retry/count"),
     ("crawler_throttled_responses", "429 (Too Many Requests) responses", figures.STATUS_PREFIX + "429"),
     ("crawler_lease_reclaims", "Shared-frontier leases expired and handed out again", "frontier/lease_reclaimed"),
@@ -26,10 +28,12 @@ COUNTERS = (
 
 
 class CrawlCollector:
-    def __init__(self, view: Overview, busiest: list[dict[str, Any]], delays: list[float]):
+    def __init__(self, view: Overview, busiest: list[dict[str, Any]], delays: list[float], named: bool = False):
         self.view = view
         self.busiest = busiest
         self.delays = delays
+        self.named = named
+        """Whether the crawls' names may be labels."""
 
     def collect(self) -> Iterator[Metric]:
         view, totals = self.view, self.view.totals
@@ -40,7 +44,9 @@ class CrawlCollector:
             statuses.add_metric([status], count)
         yield statuses
         yield GaugeMetricFamily(
-            "crawler_pages_per_second", "Pages fetched per second over the last minute", value=view.pages_per_second
+            "crawler_pages_per_second",
+            "Pages fetched per second over the last minute (over the seconds covered, for a younger crawl)",
+            value=view.pages_per_second,
         )
         rate = view.success_rate
         yield GaugeMetricFamily(
@@ -66,8 +72,29 @@ class CrawlCollector:
             value=totals.get("storage/pending_rows", 0.0),
         )
         yield GaugeMetricFamily("crawler_alerts", "Alerts firing", value=len(view.alerts))
+        firing = GaugeMetricFamily("crawler_alert_firing", "Whether each alert fires (1) or not (0)", labels=["alert"])
+        names = {alert.name for alert in view.alerts}
+        for name in figures.ALERT_NAMES:
+            firing.add_metric([name], float(name in names))
+        yield firing
+        yield GaugeMetricFamily(
+            "crawler_workers_silent",
+            "Crawl processes with no heartbeat for longer than the heartbeat timeout, not finished",
+            value=sum(1 for alert in view.alerts if alert.name == figures.WORKER_CRASH),
+        )
+        if self.named:
+            yield self._per_crawl()
         yield self._delay_histogram()
         yield from self._per_domain()
+
+    def _per_crawl(self) -> Metric:
+        pages = CounterMetricFamily(
+            "crawler_crawl_pages_fetched", "Pages fetched by the run of each crawl running", labels=["crawl"]
+        )
+        for run in self.view.runs:
+            if run.running:
+                pages.add_metric([run.crawl_id], run.total(figures.PAGES))
+        return pages
 
     def _delay_histogram(self) -> Metric:
         counts = [sum(1 for d in self.delays if d <= bound) for bound in DELAY_BUCKETS]

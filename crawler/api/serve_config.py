@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from ipaddress import ip_address
+from pathlib import Path
 
 from scrapy.settings import BaseSettings
 
@@ -20,6 +21,21 @@ def parse_bind(value: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not host or not 0 < int(port) < 65536:
         raise ValueError(f"--bind wants HOST:PORT, got {value!r}")
     return host.strip("[]"), int(port)
+
+
+def metrics_token(settings: BaseSettings) -> str | None:
+    """The scrape token of ``/metrics``: ``CRAWLER_API_METRICS_TOKEN``, else the first line of
+    ``CRAWLER_API_METRICS_TOKEN_FILE`` (as Prometheus's ``credentials_file`` reads it); None."""
+    token = settings.get("CRAWLER_API_METRICS_TOKEN") or ""
+    path = settings.get("CRAWLER_API_METRICS_TOKEN_FILE") or ""
+    if not token and path:
+        try:
+            token = Path(path).read_text().strip()
+        except OSError as exc:
+            raise ValueError(f"CRAWLER_API_METRICS_TOKEN_FILE: cannot read {path}: {exc.strerror}") from None
+    if token and len(token) < 16:
+        raise ValueError("the metrics scrape token has at least 16 characters")
+    return token or None
 
 
 def is_loopback(host: str) -> bool:
@@ -49,6 +65,7 @@ class ServeConfig:
     trusted_proxies: TrustedProxies
     heartbeat_timeout: float
     metrics_top_domains: int
+    metrics_token: str | None = None
     certfile: str | None = None
     keyfile: str | None = None
 
@@ -84,6 +101,7 @@ class ServeConfig:
             trusted_proxies=TrustedProxies(parse_networks(networks, "CRAWLER_API_TRUSTED_PROXIES")),
             heartbeat_timeout=settings.getfloat("CRAWLER_API_HEARTBEAT_TIMEOUT"),
             metrics_top_domains=settings.getint("CRAWLER_API_METRICS_TOP_DOMAINS"),
+            metrics_token=metrics_token(settings),
             certfile=certfile,
             keyfile=keyfile,
         )
