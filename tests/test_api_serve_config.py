@@ -4,10 +4,12 @@ TLS, trusted proxies, and the defaults that keep anonymous answers free of names
 from __future__ import annotations
 
 from ipaddress import ip_network
+from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
 
+from crawler.api.auth import bearer_matches
 from crawler.api.serve_config import ServeConfig, is_loopback
 from tests.helpers import project_settings
 
@@ -63,3 +65,33 @@ def test_tls_marks_the_cookie_secure_and_wants_both_files() -> None:
     for certfile, keyfile in (("cert.pem", None), (None, "key.pem")):
         with pytest.raises(ValueError, match="both --certfile and --keyfile"):
             ServeConfig.from_settings(Settings(project_settings()), None, certfile, keyfile)
+
+
+def test_the_metrics_token_from_the_setting_or_its_file(tmp_path: Path) -> None:
+    token = "x" * 20
+    assert ServeConfig.from_settings(Settings(project_settings())).metrics_token is None
+    assert ServeConfig.from_settings(Settings(project_settings(CRAWLER_API_METRICS_TOKEN=token))).metrics_token == token
+    (tmp_path / "token").write_text(token + "\n")
+    from_file = Settings(project_settings(CRAWLER_API_METRICS_TOKEN_FILE=str(tmp_path / "token")))
+    assert ServeConfig.from_settings(from_file).metrics_token == token
+    with pytest.raises(ValueError, match="at least 16 characters"):
+        ServeConfig.from_settings(Settings(project_settings(CRAWLER_API_METRICS_TOKEN="short")))
+    with pytest.raises(ValueError, match="CRAWLER_API_METRICS_TOKEN_FILE: cannot read"):
+        ServeConfig.from_settings(Settings(project_settings(CRAWLER_API_METRICS_TOKEN_FILE=str(tmp_path / "none"))))
+
+
+@pytest.mark.parametrize(
+    ("authorization", "matches"),
+    [
+        ("Bearer a-scrape-token-of-the-tests", True),
+        ("Bearer  a-scrape-token-of-the-tests ", True),
+        ("Bearer a-scrape-token-of-the-test", False),
+        ("bearer a-scrape-token-of-the-tests", False),
+        ("Basic a-scrape-token-of-the-tests", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_a_scraper_is_known_by_its_bearer_token(authorization: str | None, matches: bool) -> None:
+    assert bearer_matches(authorization, "a-scrape-token-of-the-tests") is matches
+    assert bearer_matches(authorization, None) is False
