@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +35,7 @@ class TestWeb:
         gets its own loopback address."""
         self.addresses = {label: f"127.0.0.{first_address + i}" for i, label in enumerate(sites)}
         self.specs = sites
-        self.port = _free_port(next(iter(self.addresses.values()), "127.0.0.1"))
+        self.port = free_port(next(iter(self.addresses.values()), "127.0.0.1"))
         self._process: subprocess.Popen[str] | None = None
 
     def start(self) -> TestWeb:
@@ -63,6 +64,11 @@ class TestWeb:
         if process.stdout is not None:
             process.stdout.close()
 
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, "not started"
+        return self._process.pid
+
     def __enter__(self) -> TestWeb:
         return self.start()
 
@@ -87,9 +93,3 @@ class TestWeb:
         address = next(iter(self.addresses.values()))
         with urllib.request.urlopen(f"http://{address}:{self.port}/__testweb__/{action}", timeout=10) as reply:
             return json.loads(reply.read())
-
-
-def _free_port(address: str) -> int:
-    with socket.socket() as probe:
-        probe.bind((address, 0))
-        return probe.getsockname()[1]

@@ -1,6 +1,7 @@
 """The test web's server process: ``python -m tests.testweb.server --port P --site IP=NAME[:k=v,…] …``.
 
-Every request is logged server-side with its start and end times, host, path and status;
+Every request is logged server-side with its start (when its bytes reached the machine, by the
+kernel's clock: ``tests.testweb.arrival``) and end times, host, path and status;
 ``GET /__testweb__/log`` returns the log as JSON and ``GET /__testweb__/clear`` empties it and
 resets the sites' rate limits (neither is logged). A reply with an ``ETag`` is answered 304 to a
 request whose ``If-None-Match`` names it.
@@ -18,6 +19,7 @@ from twisted.internet import reactor  # noqa: TID253 - the test web runs in a pr
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 
+from tests.testweb.arrival import TimestampedPort, received_at
 from tests.testweb.pages import NOT_FOUND, Reply
 from tests.testweb.sites import SITES
 from tests.testweb.sites import Site as GeneratedSite
@@ -41,7 +43,8 @@ class Router(Resource):
             return self._control(path, request)
         address = request.getHost()
         host = f"{address.host}:{address.port}"
-        entry = {"host": host, "path": path, "method": request.method.decode(), "start": time.time()}
+        start = received_at(request.transport)
+        entry = {"host": host, "path": path, "method": request.method.decode(), "start": start}
         site = self.sites.get(address.host)
         reply = self._over_rate(site, entry["start"]) if site else None
         if reply is None:
@@ -125,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     factory.noisy = False
     factory.log = lambda request: None  # the Router keeps its own log
     for address in sites:
-        reactor.listenTCP(args.port, factory, interface=address, backlog=1024)
+        TimestampedPort(args.port, factory, backlog=1024, interface=address, reactor=reactor).startListening()
     print("READY", flush=True)
     sys.stdout.flush()
     reactor.run()
