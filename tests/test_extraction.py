@@ -62,6 +62,12 @@ def test_base_href_is_honoured() -> None:
     assert extract_page(html, "http://s.example/p", normalize_url).links == ["http://cdn.example/root/x"]
 
 
+def test_the_base_and_links_are_resolved_as_browsers_resolve_them() -> None:
+    html = r'<head><base href="\\cdn.example\root\"></head><body><a href="x">x</a><a href="\y">y</a></body>'
+    page = extract_page(html, "http://s.example/p", normalize_url)
+    assert page.links == ["http://cdn.example/root/x", "http://cdn.example/y"]
+
+
 @pytest.mark.parametrize(
     ("meta", "expected"),
     [

@@ -10,13 +10,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser
 from selectolax.lexbor import LexborNode as Node
 
 from crawler.extraction.robots_directives import NONE, RobotsDirectives, parse_robots_directives
 from crawler.identity.resolve import LinkResolver
+from crawler.identity.whatwg import join
 
 
 def _tag_ids(names: str) -> frozenset[int]:
@@ -136,14 +136,11 @@ class _Elements:
     # attribute selector sees it: the first such element counts, with an empty value.
 
     def base_href(self, url: str) -> str:
-        """The document's base URL: the first ``base`` with an ``href`` (the page's own URL when
-        that is empty or unparsable)."""
+        """The document's base URL: the first ``base`` with an ``href``, resolved against the
+        page's URL as a browser does (the page's own URL when that is empty or refused)."""
         base = next((node for node in self.head if node.tag == "base" and "href" in node.attrs), None)
         href = (base.attrs.get("href") or "").strip() if base is not None else ""
-        try:
-            return urljoin(url, href) if href else url
-        except ValueError:  # an invalid IPv6 host: the links are resolved against the page
-            return url
+        return (join(url, href) if href else None) or url
 
     def _metas(self) -> Iterator[tuple[str, str]]:
         """``(name, content)`` of the metas that have both, name stripped and lowercase."""

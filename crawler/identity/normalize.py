@@ -1,8 +1,10 @@
-"""The normal form of a URL, built on w3lib's ``canonicalize_url``.
+"""The normal form of a URL: the URL as a browser reads it (``whatwg``), then w3lib's
+``canonicalize_url``.
 
-w3lib already lowercases the scheme and host, drops the fragment, sorts the query and
-normalises percent-escapes. What it does not do, and this module adds: drop default ports,
-drop tracking parameters, and refuse what is not a fetchable http(s) URL.
+The browser's reading resolves what is ambiguous (backslashes, IDNA, IPv4 written as numbers)
+and refuses what a browser refuses. w3lib then drops the fragment, sorts the query and
+normalises percent-escapes. What neither does, and this module adds: drop tracking parameters,
+drop a host's trailing dot, and refuse what is not a fetchable http(s) URL.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from fnmatch import fnmatchcase
 from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
+
+from crawler.identity.whatwg import parse
 
 # ``ref`` and ``source`` (listed by some tracking-parameter lists) are left out on purpose:
 # on many sites they select content (a Git branch, a data source), so removing them would
@@ -37,6 +41,7 @@ SUPPORTED_SCHEMES = frozenset({"http", "https"})
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _VALID_HOST = re.compile(r"^(?:[a-z0-9_](?:[a-z0-9_-]{0,62})\.?)+$|^\[[0-9a-f:.]+\]$")
 _MAX_URL_LENGTH = 8192
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _PLAIN_URL = re.compile(r"(https?)://([a-z0-9_.-]+)(?::([1-9][0-9]{0,4}))?(/[A-Za-z0-9._~/-]*)?\Z")
 
 
@@ -74,20 +79,27 @@ class UrlNormalizer:
         return _already_normal(url) or self.canonicalize(url)
 
     def canonicalize(self, url: str) -> str:
-        """The normal form of a stripped URL of acceptable length, through w3lib."""
+        """The normal form of a stripped URL of acceptable length, through the browser's reading
+        and w3lib."""
+        standard = parse(url)
+        if standard is None:
+            raise InvalidURL("not a valid URL" if _SCHEME.match(url) else "no scheme")
+        scheme = standard.partition(":")[0]
+        if scheme not in SUPPORTED_SCHEMES:
+            raise InvalidURL(f"unsupported scheme {scheme!r}")
         try:
-            canonical = canonicalize_url(url, keep_fragments=False)
+            canonical = canonicalize_url(standard, keep_fragments=False)
             parts = urlsplit(canonical)
             port = parts.port
         except (ValueError, UnicodeError) as exc:
             raise InvalidURL(f"unparsable URL: {exc}") from None
-        scheme = parts.scheme
-        if scheme not in SUPPORTED_SCHEMES:
-            raise InvalidURL(f"unsupported scheme {scheme!r}" if scheme else "no scheme")
-        host = (parts.hostname or "").rstrip(".")
+        host = parts.hostname or ""
+        # One trailing dot names the root (example.com. is example.com); a second is an empty
+        # label, which no DNS name has.
+        host = host.removesuffix(".")
         if ":" in host:
             host = f"[{host}]"
-        if not host or not _VALID_HOST.match(host):
+        if not host or host.endswith(".") or not _VALID_HOST.match(host):
             raise InvalidURL(f"invalid host {parts.hostname!r}")
         netloc = host if port in (None, DEFAULT_PORTS[scheme]) else f"{host}:{port}"
         if parts.username or parts.password:
@@ -107,14 +119,17 @@ class UrlNormalizer:
 
 def _already_normal(url: str) -> str | None:
     """``url`` itself (with ``/`` for an empty path) when it is already in normal form: most
-    links are, and w3lib's canonicalization is the costliest step of a link. Lowercase http(s) and
-    host, no default port, no user, query or fragment, a path of unreserved characters without
-    dot segments; anything else takes the full way."""
+    links are, and the full way is the costliest step of a link. Lowercase http(s) and host, no
+    default port, no user, query or fragment, a path of unreserved characters without dot
+    segments; and a host a browser keeps as it is: not IDNA (``xn--``), and its last label not
+    a number, which would make it an IPv4 address. Anything else takes the full way."""
     plain = _PLAIN_URL.match(url)
     if plain is None:
         return None
     scheme, host, port, path = plain.groups()
-    if host.endswith(".") or not _VALID_HOST.match(host):
+    if host.endswith(".") or not _VALID_HOST.match(host) or "xn--" in host:
+        return None
+    if host[host.rfind(".") + 1].isdigit():
         return None
     if port is not None and (int(port) > 65535 or int(port) == DEFAULT_PORTS[scheme]):
         return None

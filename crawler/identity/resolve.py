@@ -1,16 +1,20 @@
-"""Links of a page to normal URLs, the same as ``normalize(urljoin(base, href))`` but cheaper.
+"""Links of a page to normal URLs, the same as ``normalize(join(base, href))`` but cheaper.
 
-Pages of one site repeat the same links (navigation, index entries, the same page with many
-fragments), and joining with the standard library's ``urljoin`` was about a fifth of a crawl's
-CPU. Answers are kept in a bounded cache keyed by the part of the base URL the answer depends
-on, so a link seen on a sibling page is not joined again:
+Links are resolved as browsers resolve them (``whatwg``). Pages of one site repeat the same
+links (navigation, index entries, the same page with many fragments), so answers are kept in a
+bounded cache keyed by the part of the base URL the answer depends on, and a link seen on a
+sibling page is not resolved again. On an http(s) page, as the URL Standard reads a link
+(``\\`` is ``/``; tabs and newlines are removed, so a key is only taken where there are none
+that could matter):
 
 - the fragment never matters (the normal form drops it), so it is cut off first (``a.html#x``
   and ``a.html#y`` are one link);
-- ``/path`` and ``//host/path`` depend only on the base's scheme and host;
-- ``scheme://host…`` only on the base's scheme (``urljoin`` returns another scheme's URL as given);
+- ``/path`` depends only on the base's scheme, user and host;
+- ``//host/path``, and ``scheme://host/path``, only on the base's scheme (``http:`` followed by
+  two slashes is absolute on an http page too);
 - a relative path (``a.html``, ``../b/``) only on the base's folder;
-- anything else (``?query``, an empty link, odd characters first) on the whole base.
+- anything else (``?query``, an empty link, ``http:a.html``, odd characters first) on the whole
+  base, as every link on a page of another scheme.
 
 One resolver serves the reactor and the document threads at once: every use of the cache is a
 single dict operation (a lookup, an insert, a clear), each atomic, and the worst two threads
@@ -21,19 +25,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from urllib.parse import urljoin, urlsplit
 
-from crawler.identity.normalize import InvalidURL
+from crawler.identity.normalize import SUPPORTED_SCHEMES, InvalidURL
+from crawler.identity.whatwg import join, parse
 
-# ``/path`` or ``//host``; not ``//`` without a host (nor ``/\t/``, the same once urlsplit
-# removes the tab), which takes the base's path.
-_ROOTED = re.compile(r"/(?:[^/\t\r\n]|$)|//[^\x00-\x20/?#\\]")
-# With a host: ``http:///path`` would take the base's host.
-_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\x00-\x20/?#\\]")
-# A relative path starts with a character that urlsplit neither strips (C0 controls, space)
-# nor reads as the start of a path, query or fragment, and has no ":" before its first "/"
-# (which would make its start a scheme).
-_RELATIVE_PATH = re.compile(r"[^\x00-\x20/?#\\][^:/?#]*(?:[/?]|$)")
+# ``/path``: one slash or backslash, then neither another nor a tab or newline (removed, they
+# would bring the next slash next to it).
+_ROOTED = re.compile(r"[/\\](?:[^/\\\t\r\n]|$)")
+# ``//host`` or ``scheme://host``, the slashes either way round.
+_ABSOLUTE = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?[/\\]{2}")
+# A relative path starts with a character that the URL Standard neither strips (C0 controls,
+# space) nor reads as the start of a path, query or fragment, and has no ":" before its first
+# slash (which could make its start a scheme).
+_RELATIVE_PATH = re.compile(r"[^\x00-\x20/?#\\][^:/?#\\]*(?:[/?\\]|$)")
 
 Resolved = str | None
 """A link's normal URL, or None when it is not a fetchable http(s) URL."""
@@ -47,48 +51,57 @@ class LinkResolver:
 
     def for_base(self, base: str) -> Callable[[str], Resolved]:
         """A function resolving links found on a page whose base URL is ``base``."""
-        try:
-            parts = urlsplit(base)
-        except ValueError:
-            parts = None
-        if parts is None or not parts.scheme:
-            return lambda href: self._reference(base, _without_fragment(href))
-        origin = f"{parts.scheme}://{parts.netloc}"
-        folder = origin + parts.path[: parts.path.rfind("/") + 1]
-        scheme = parts.scheme + ":"
-        cache = self._cache
+        standard = parse(base)
+        if standard is None:
+            return lambda href: None  # a browser resolves nothing against a base it refuses
+        scheme = standard.partition(":")[0]
+        if scheme not in SUPPORTED_SCHEMES:
+            return lambda href: self._cached((standard, _without_fragment(href)), standard)
+        # A browser writes an http(s) URL as scheme://[user@]host[:port]/path[?query][#fragment],
+        # with any "/", "?" or "#" of the user percent-encoded.
+        origin = standard[: standard.index("/", len(scheme) + 3)]
+        up_to_path = standard.partition("#")[0].partition("?")[0]
+        folder = up_to_path[: up_to_path.rindex("/") + 1]
+        prefix = scheme + ":"
 
         def resolve(href: str) -> Resolved:
             href = _without_fragment(href)
             if _ROOTED.match(href):
                 key = (origin, href)
+            elif _ABSOLUTE.match(href):
+                key = (prefix, href)
             elif _RELATIVE_PATH.match(href):
                 key = (folder, href)
-            elif _ABSOLUTE.match(href):
-                key = (scheme, href)
             else:
-                key = (base, href)
-            try:
-                return cache[key]
-            except KeyError:
-                pass
-            resolved = self._reference(base, href)
-            if len(cache) >= self._cache_size:
-                cache.clear()  # cheaper than LRU bookkeeping on every hit; refills at once
-            cache[key] = resolved
-            return resolved
+                key = (standard, href)
+            return self._cached(key, standard)
 
         return resolve
 
-    def _reference(self, base: str, href: str) -> Resolved:
+    def _cached(self, key: tuple[str, str], base: str) -> Resolved:
+        cache = self._cache
         try:
-            return self.normalize(urljoin(base, href))
-        except (InvalidURL, ValueError):
+            return cache[key]
+        except KeyError:
+            pass
+        resolved = self._reference(base, key[1])
+        if len(cache) >= self._cache_size:
+            cache.clear()  # cheaper than LRU bookkeeping on every hit; refills at once
+        cache[key] = resolved
+        return resolved
+
+    def _reference(self, base: str, href: str) -> Resolved:
+        joined = join(base, href)
+        if joined is None:
+            return None
+        try:
+            return self.normalize(joined)
+        except InvalidURL:
             return None
 
 
 def _without_fragment(href: str) -> str:
     head, hash_sign, _ = href.partition("#")
     # Whitespace or a control character before the "#" would end the URL once the fragment is
-    # gone, where the normal form strips it: keep the fragment (dropped later anyway) then.
+    # gone, where the URL Standard strips it: keep the fragment (dropped later anyway) then.
     return href if hash_sign and (not head or head[-1] <= " " or head[-1].isspace()) else head
