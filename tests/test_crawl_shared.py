@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from crawler import exitcodes
 from tests.conftest import REDIS_URL
 from tests.helpers import ROOT, Database, crawl, crawl_environment, crawl_keys, finish_all, start_crawl, wait_until
 from tests.testweb import TestWeb
@@ -64,7 +65,12 @@ def test_the_same_command_three_times_is_one_polite_crawl(
     assert len(jobs) == 3
     fetched_by = Counter(row["job_id"] for row in rows.values())
     assert len(fetched_by) >= 2, fetched_by  # the work was shared
-    assert not list(redis.Redis.from_url(REDIS_URL).scan_iter(match=f"{crawl_keys(crawl_name)}:*"))  # complete: cleared
+    # Complete: cleared, but for the mark that tells the workers still open that it ended.
+    client = redis.Redis.from_url(REDIS_URL)
+    assert list(client.scan_iter(match=f"{crawl_keys(crawl_name)}:*")) == [f"{crawl_keys(crawl_name)}:born".encode()]
+    assert (
+        client.get(f"{crawl_keys(crawl_name)}:born") == b"complete" and client.ttl(f"{crawl_keys(crawl_name)}:born") > 0
+    )
 
 
 def test_workers_killed_at_five_random_moments_lose_nothing(
@@ -112,6 +118,49 @@ def test_workers_killed_at_five_random_moments_lose_nothing(
     assert sum(leases_at_kills) > 0, "no kill happened while work was leased"
     print(f"seed {seed}: {duplicates} duplicate fetches, leases outstanding at the kills {leases_at_kills}")
     assert duplicates <= sum(leases_at_kills), (seed, duplicates, leases_at_kills)
+
+
+def test_a_flushed_frontier_stops_every_worker_with_its_own_status(
+    web: TestWeb, database: Database, crawl_name: str, tmp_path: Path
+) -> None:
+    server = ThrowawayRedis(tmp_path / "redis", persistent=False)
+    server.start()
+    try:
+        web.clear()
+        logs = [tmp_path / f"worker-{n}.log" for n in range(2)]
+        workers = [
+            start_crawl("links", database, log, url=web.url("shared"), settings=_shared(crawl_name, server.url))
+            for log in logs
+        ]
+        wait_until(lambda: len(web.log("shared")) >= 20, 60, "the crawl well under way")
+        redis.Redis.from_url(server.url).flushall()  # as a restart without persistence leaves it
+        flushed_at = time.monotonic()
+        outputs = finish_all(workers, logs, 30)
+        stopped_within = time.monotonic() - flushed_at
+        lost_jobs = {status for (status,) in database.query("SELECT status FROM crawl_jobs")}
+        # The same command again: the rows say what was fetched, and the links stored with them
+        # lead to what was not (pages not yet due are not fetched again).
+        again = tmp_path / "again.log"
+        _finish(
+            [start_crawl("links", database, again, url=web.url("shared"), settings=_shared(crawl_name, server.url))],
+            [again],
+        )
+    finally:
+        server.stop()
+    served = Counter(entry.path for entry in web.log("shared") if entry.path != "/robots.txt")
+    assert served.keys() == _page_paths(150) - {"/private/page"} and max(served.values()) == 1  # robots.txt refuses it
+    assert _rows_by_path(database, web, "shared").keys() == _page_paths(150)
+    for worker, output in zip(workers, outputs):
+        assert worker.returncode == exitcodes.FRONTIER_LOST, output[-5000:]
+        (error,) = [line.split("] ERROR: ", 1)[1] for line in output.splitlines() if "] ERROR: " in line]
+        assert error == (
+            f"Closing the job (failed_frontier_lost): the shared crawl {crawl_name}'s keys vanished from Redis "
+            "(flushed, or restarted without its data): its queue, leases and seen URLs are lost; see the "
+            "README's 'Redis as a cache'"
+        )
+        assert "Traceback" not in output
+    assert stopped_within < 10
+    assert lost_jobs == {"failed"}
 
 
 def test_redis_away_for_a_while_pauses_the_workers_and_loses_nothing(

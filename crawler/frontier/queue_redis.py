@@ -30,10 +30,12 @@ from typing import Any
 import redis
 from scrapy import Request, Spider, signals
 from scrapy.http import Response
+from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy_redis.queue import Base
 from twisted.python.failure import Failure
 
+from crawler.exitcodes import REASON_FRONTIER_LOST
 from crawler.frontier.codec import RequestCodec, UnserializableRequest
 from crawler.frontier.meta import NOT_BEFORE
 from crawler.frontier.unfetched import record_outcome
@@ -121,6 +123,8 @@ class RedisFrontierQueue(Base):
         self._popping = False
         self._renewing = False
         self._pop_after = 0.0  # monotonic time before which a pop would find nothing ready
+        self._mark_seen = False
+        self._lost = False
         self._tasks: list[asyncio.Task[None]] = []
         # Leases that expired while Redis was away are renewed before a pop could reclaim them.
         self.link.first_on_retry.append(self._renewal)
@@ -193,10 +197,15 @@ class RedisFrontierQueue(Base):
         count = self.prefetch - len(self.at_hand)
         store = self.store
         lead = repr(self.lead)
+        # The crawl's mark first, in the same round trip: after a flush, what a pop finds was
+        # pushed again since, and would be fetched twice.
+        self._check_mark()
         self.link.submit(Op(send=lambda pipe: store.call("pop", count, lead, client=pipe), done=self._popped))
 
     def _popped(self, answer: Any) -> None:
         self._popping = False
+        if self._lost:
+            return
         if answer is None:  # the script failed (logged): ask again later
             self.wakeup.at(self.poll_seconds)
             return
@@ -328,6 +337,28 @@ class RedisFrontierQueue(Base):
 
         store = self.store
         self.link.submit(Op(send=lambda pipe: store.call("beat", client=pipe), done=sized))
+        self._check_mark()
+
+    def _check_mark(self) -> None:
+        born = self.store.key("born")
+        self.link.submit(Op(send=lambda pipe: pipe.get(born), done=self._marked))
+
+    def _marked(self, mark: Any) -> None:
+        """The crawl's mark (set as the scheduler opened): gone, once seen, means the crawl's keys
+        vanished while this process worked."""
+        if mark is not None:
+            self._mark_seen = True
+        elif self._mark_seen and not self._lost:
+            self._lost = True
+            why = (
+                f"the shared crawl {self.spider.crawl_id}'s keys vanished from Redis (flushed, or restarted "
+                "without its data): its queue, leases and seen URLs are lost; see the README's 'Redis as a cache'"
+            )
+            logger.error("Closing the job (%s): %s", REASON_FRONTIER_LOST, why)
+            self.stats.set_value("job/close_cause", why)
+            engine = self.spider.crawler.engine
+            if engine is not None:
+                deferred_from_coro(engine.close_spider_async(reason=REASON_FRONTIER_LOST))
 
     @staticmethod
     async def _every(seconds: float, action: Callable[[], None]) -> None:

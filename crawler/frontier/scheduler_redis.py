@@ -89,6 +89,7 @@ class RedisFrontierScheduler(RedisScheduler):
                 deleted,
             )
         sizes = await link.run(lambda _: frontier.sizes(beat=True))
+        await link.run(lambda _: frontier.begin())
         self.queue = load_object(self.queue_cls)(server=self.server, spider=spider, key=self.queue_key)
         self.queue.start()
         logger.info(
@@ -175,7 +176,7 @@ class RedisFrontierScheduler(RedisScheduler):
         frontier = self.queue.store
 
         def clear(_: Any) -> int | None:
-            return frontier.clear() if frontier.sizes().empty else None
+            return frontier.complete() if frontier.sizes().empty else None
 
         try:
             deleted = await self.redis.link.run(clear)

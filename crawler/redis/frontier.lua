@@ -22,6 +22,9 @@
 --   P:domains        set   every domain ever queued
 --   P:reclaimed      int   expired leases put back
 --   P:alive          str   when a worker last used the crawl (for reclaiming dead crawls)
+--   P:born           str   "running" from the crawl's first worker on, "complete" once its keys were
+--                          cleared at its end: workers tell a crawl that ended from one whose keys
+--                          vanished (Redis flushed, or restarted without its data) (Python's)
 
 local P = KEYS[1]
 local op = ARGV[1]

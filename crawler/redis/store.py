@@ -59,6 +59,11 @@ class PopBatch:
     is queued, delayed or leased)."""
 
 
+RUNNING, COMPLETE = b"running", b"complete"
+"""The crawl's mark (``P:born``): running, or ended and cleared."""
+COMPLETE_SECONDS = 3600
+
+
 @dataclass(frozen=True, slots=True)
 class FrontierSizes:
     queued: int
@@ -242,8 +247,21 @@ class FrontierStore:
         }
 
     def clear(self) -> int:
-        """Delete every key of the crawl; the number deleted."""
-        return delete_matching(self.client, f"{self.prefix}:*")
+        """Delete every key of the crawl but its mark, so that workers still open go on as the
+        crawl was (an operator emptied it; its keys did not vanish); the number deleted."""
+        return delete_matching(self.client, f"{self.prefix}:*", keep={self.key("born").encode()})
+
+    def begin(self) -> None:
+        """Mark the crawl running (a joining worker finds it so; one that ended begins again)."""
+        if self.client.get(self.key("born")) != RUNNING:
+            self.client.set(self.key("born"), RUNNING)
+
+    def complete(self) -> int:
+        """Delete every key of the ended crawl but its mark, which says so for an hour to the
+        workers still open; the number deleted."""
+        deleted = self.clear()
+        self.client.set(self.key("born"), COMPLETE, ex=COMPLETE_SECONDS)
+        return deleted
 
 
 def parse_pop(answer: list[Any]) -> PopBatch:
