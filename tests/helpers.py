@@ -95,6 +95,18 @@ def scrapy_command(*arguments: str, settings: Mapping[str, object] | None = None
     return [sys.executable, "-m", "scrapy", *arguments, *options]
 
 
+def run_scrapy(database: Database, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """``scrapy ARGUMENTS`` on ``database``, as an operator runs it (its status and output kept)."""
+    return subprocess.run(
+        scrapy_command(*arguments, settings={"DATABASE_URL": database.url}),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=crawl_environment(),
+    )
+
+
 def crawl_command(
     spider: str, database: Database, *args: str, settings: dict[str, str] | None = None, **arguments: str
 ) -> list[str]:

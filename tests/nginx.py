@@ -6,13 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.helpers import free_port
+from tests.server_process import ServerProcess, listening
 
 _LOG_FORMAT = "$status $body_bytes_sent $bytes_sent $request_uri"
 
@@ -26,7 +24,10 @@ class Served:
     path: str
 
 
-class Nginx:
+class Nginx(ServerProcess):
+    name = "nginx"
+    stop_signal = signal.SIGQUIT  # graceful: the access log is complete
+
     def __init__(self, folder: Path, address: str = "127.0.0.1", gzip: bool = False):
         self.folder = folder
         self.root = folder / "site"
@@ -34,7 +35,6 @@ class Nginx:
         self.gzip = gzip
         """Compress HTML and text on the fly (``Content-Encoding: gzip``, chunked)."""
         self.port = free_port(address)
-        self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -72,30 +72,8 @@ class Nginx:
             }}
         """)
         errors = self.folder / "stderr.log"
-        with errors.open("wb") as stderr:
-            self._process = subprocess.Popen([binary, "-p", str(self.folder), "-c", str(config)], stderr=stderr)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"nginx did not start: {errors.read_text()}")
-            try:
-                socket.create_connection((self.address, self.port), timeout=1).close()
-                return self
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("nginx did not start listening within 15 s")
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGQUIT)  # graceful: the access log is complete
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        command = [binary, "-p", str(self.folder), "-c", str(config)]
+        return self._launch(command, errors, listening(self.address, self.port), timeout=15)
 
     def log(self) -> list[Served]:
         path = self.folder / "access.log"
@@ -106,9 +84,3 @@ class Nginx:
             status, body_bytes, sent, uri = line.split(" ", 3)
             served.append(Served(int(status), int(body_bytes), int(sent), uri))
         return served
-
-    def __enter__(self) -> Nginx:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()

@@ -6,25 +6,24 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import subprocess
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from tests.helpers import free_port
+from tests.server_process import ServerProcess
 
 
-class Prometheus:
+class Prometheus(ServerProcess):
+    name = "prometheus"
+
     def __init__(self, folder: Path, target: str, token: str, interval: float):
         self.folder = folder
         self.target = target
         self.token = token
         self.interval = interval
         self.port = free_port()
-        self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Prometheus:
         binary = shutil.which("prometheus")
@@ -53,20 +52,14 @@ class Prometheus:
             f"--storage.tsdb.path={self.folder / 'data'}",
             f"--web.listen-address=127.0.0.1:{self.port}",
         ]
-        with (self.folder / "prometheus.log").open("wb") as log:
-            self._process = subprocess.Popen(command, stdout=log, stderr=log)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"prometheus exited: {(self.folder / 'prometheus.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready", timeout=1) as answer:
-                    if answer.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("prometheus was not ready within 30 s")
+        return self._launch(command, self.folder / "prometheus.log", self._ready)
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready", timeout=1) as answer:
+                return answer.status == 200
+        except OSError:
+            return False
 
     def query(self, expression: str) -> list[dict[str, Any]]:
         """The instant vector ``expression`` evaluates to now."""
@@ -79,20 +72,3 @@ class Prometheus:
     def value(self, expression: str) -> float:
         (sample,) = self.query(expression)
         return float(sample["value"][1])
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-    def __enter__(self) -> Prometheus:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()

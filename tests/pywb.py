@@ -7,27 +7,26 @@ pywb lives in a venv of its own (``.venv-pywb``, which ``./run-tests`` installs 
 
 from __future__ import annotations
 
-import signal
-import socket
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 from tests.helpers import ROOT, free_port
+from tests.server_process import ServerProcess, listening
 
 BIN = ROOT / ".venv-pywb" / "bin"
 INSTALL = "VENV=.venv-pywb scripts/venv.sh requirements-pywb.txt"
 
 
-class Pywb:
+class Pywb(ServerProcess):
+    name = "wayback"
+
     def __init__(self, folder: Path, address: str = "127.0.0.1"):
         if not (BIN / "wayback").exists():
             raise RuntimeError(f"pywb is not installed in {BIN.parent}: run {INSTALL} (./run-tests does)")
         self.folder = folder
         self.address = address
         self.port = free_port(address)
-        self._process: subprocess.Popen[bytes] | None = None
 
     def collection(self, name: str, warcs: list[Path]) -> None:
         """A collection of ``warcs``, indexed by pywb itself."""
@@ -46,32 +45,10 @@ class Pywb:
         subprocess.run([BIN / "wb-manager", *arguments], cwd=self.folder, check=True, capture_output=True, timeout=120)
 
     def start(self) -> Pywb:
-        with (self.folder / "wayback.log").open("wb") as log:
-            self._process = subprocess.Popen(
-                [BIN / "wayback", "-b", self.address, "-p", str(self.port)], cwd=self.folder, stdout=log, stderr=log
-            )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"wayback did not start: {(self.folder / 'wayback.log').read_text()[-3000:]}")
-            try:
-                socket.create_connection((self.address, self.port), timeout=1).close()
-                return self
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("wayback did not start listening within 60 s")
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        command = [BIN / "wayback", "-b", self.address, "-p", str(self.port)]
+        return self._launch(
+            command, self.folder / "wayback.log", listening(self.address, self.port), timeout=60, cwd=self.folder
+        )
 
     def replay(self, collection: str, timestamp: str, url: str) -> tuple[int, dict[str, str], bytes]:
         """The capture of ``url`` at ``timestamp`` (14 digits) as archived (``id_``: not rewritten)."""

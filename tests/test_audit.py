@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch
-from tests.helpers import ROOT, Database, crawl_environment, scrapy_command
+from tests.helpers import Database, run_scrapy
 
 pytestmark = pytest.mark.integration
 
@@ -53,17 +52,6 @@ def logged(database: Database) -> Database:
     return database
 
 
-def _audit(database: Database, *arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        scrapy_command("audit", *arguments, settings={"DATABASE_URL": database.url}),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=crawl_environment(),
-    )
-
-
 REPORT_17 = """\
 127.0.0.17:8080: 3 requests from 2025-03-01T12:00:00+00:00 to 2025-03-01T12:00:01.300000+00:00
   outcomes: 200 x2, 429 x1
@@ -79,12 +67,12 @@ REPORT_17 = """\
 
 @pytest.mark.parametrize("name", ["127.0.0.17", "127.0.0.17:8080", "127.0.0.17:8080 "])
 def test_a_host_with_one_port_is_found_with_or_without_it(logged: Database, name: str) -> None:
-    result = _audit(logged, name)
+    result = run_scrapy(logged, "audit", name)
     assert (result.returncode, result.stdout, result.stderr) == (0, REPORT_17, "")
 
 
 def test_a_host_without_its_port_means_every_port_of_it_each_reported_alone(logged: Database) -> None:
-    result = _audit(logged, "127.0.0.12")
+    result = run_scrapy(logged, "audit", "127.0.0.12")
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
         "127.0.0.12:8080: 1 requests from 2025-03-01T12:00:00+00:00 to 2025-03-01T12:00:00+00:00\n"
@@ -102,12 +90,14 @@ def test_a_host_without_its_port_means_every_port_of_it_each_reported_alone(logg
         "  429 answers: 0\n"
         "  robots.txt decisions: none\n"
     )  # the gap between the ports is no gap: each port is paced on its own
-    summaries = json.loads(_audit(logged, "127.0.0.12", "--json").stdout)
+    summaries = json.loads(run_scrapy(logged, "audit", "127.0.0.12", "--json").stdout)
     assert {domain: summary["requests"] for domain, summary in summaries.items()} == {
         "127.0.0.12:8080": 1,
         "127.0.0.12:8081": 2,
     }
-    assert json.loads(_audit(logged, "127.0.0.120", "--json").stdout)["requests"] == 1  # one domain: its summary
+    assert (
+        json.loads(run_scrapy(logged, "audit", "127.0.0.120", "--json").stdout)["requests"] == 1
+    )  # one domain: its summary
 
 
 @pytest.mark.parametrize(
@@ -134,18 +124,18 @@ def test_a_host_without_its_port_means_every_port_of_it_each_reported_alone(logg
     ],
 )
 def test_a_name_that_means_no_domain_gets_a_one_line_hint(logged: Database, name: str, hint: str) -> None:
-    result = _audit(logged, name)
+    result = run_scrapy(logged, "audit", name)
     assert (result.returncode, result.stdout, result.stderr) == (1, "", hint + "\n")
 
 
 def test_an_underscore_is_a_character_not_a_wildcard(logged: Database) -> None:
-    result = _audit(logged, "a_b.example", "--json")
+    result = run_scrapy(logged, "audit", "a_b.example", "--json")
     assert result.returncode == 0 and json.loads(result.stdout)["requests"] == 1
 
 
 def test_the_html_page_is_written_beside_the_text(logged: Database, tmp_path: Path) -> None:
     page = tmp_path / "audit.html"
-    result = _audit(logged, "127.0.0.17", "--html", str(page))
+    result = run_scrapy(logged, "audit", "127.0.0.17", "--html", str(page))
     assert (result.returncode, result.stdout, result.stderr) == (0, REPORT_17, f"HTML report written to {page}\n")
     html = page.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and 'data-domain="127.0.0.17:8080"' in html

@@ -7,7 +7,6 @@ tests/output/audit-report.png)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,10 +24,9 @@ from tests.helpers import (
     ROOT,
     Database,
     crawl,
-    crawl_environment,
     crawl_keys,
     finish_all,
-    scrapy_command,
+    run_scrapy,
     start_crawl,
     wait_until,
 )
@@ -50,18 +48,6 @@ def site() -> Iterator[TestWeb]:
     """A test web of this module's own: its hosts' request logs hold this module's crawls only."""
     with TestWeb(SITES, first_address=60) as web:
         yield web
-
-
-def audit(database: Database, *arguments: str) -> subprocess.CompletedProcess[str]:
-    """``scrapy audit ARGUMENTS`` on ``database``, as an operator runs it."""
-    return subprocess.run(
-        scrapy_command("audit", *arguments, settings={"DATABASE_URL": database.url}),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=crawl_environment(),
-    )
 
 
 @dataclass(frozen=True)
@@ -135,7 +121,7 @@ def test_every_request_of_a_shared_crawl_records_the_delay_that_spaced_it(shared
 def test_the_audit_of_a_polite_shared_crawl_reports_no_short_gap(shared_crawl: SharedCrawl, site: TestWeb) -> None:
     starts = [entry.start for entry in shared_crawl.served]
     assert min(b - a for a, b in zip(starts, starts[1:])) >= 0.5 - TOLERANCE  # what the site saw
-    result = audit(shared_crawl.database, site.base("audited").removeprefix("http://"), "--json")
+    result = run_scrapy(shared_crawl.database, "audit", site.base("audited").removeprefix("http://"), "--json")
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(result.stdout)
     assert summary["requests"] == len(shared_crawl.served)
@@ -177,7 +163,9 @@ def test_every_short_gap_of_an_impolite_crawl_is_reported_as_the_site_saw_it(
     seen_short = [
         (a.path, b.path) for a, b in zip(served, served[1:]) if b.start - a.start < delays[b.path] - TOLERANCE
     ]
-    result = audit(short_gap_crawl.database, site.addresses["paced"], "--json")  # the host without its port
+    result = run_scrapy(
+        short_gap_crawl.database, "audit", site.addresses["paced"], "--json"
+    )  # the host without its port
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(result.stdout)
     base = site.base("paced")
@@ -194,7 +182,7 @@ def test_the_html_report_opens_in_a_browser_and_draws_every_gap(
     short_gap_crawl: ShortGapCrawl, site: TestWeb, browser: Browser, tmp_path: Path
 ) -> None:
     page_file = tmp_path / "audit.html"
-    result = audit(short_gap_crawl.database, site.addresses["paced"], "--html", str(page_file), "--json")
+    result = run_scrapy(short_gap_crawl.database, "audit", site.addresses["paced"], "--html", str(page_file), "--json")
     assert result.returncode == 0, result.stderr[-3000:]
     short = json.loads(result.stdout)["gaps_under_delay"]
     page = browser.new_page(viewport={"width": 1100, "height": 900})
