@@ -1,0 +1,25 @@
+"""The traps of one crawl: a discovered URL is judged by its own shape (``rules``) and by what
+its pattern has produced on its site (``patterns_local``, ``patterns_redis``)."""
+
+from __future__ import annotations
+
+from crawler.identity import site_of
+from crawler.traps.patterns_local import PatternCounts
+from crawler.traps.rules import UrlRules, url_pattern
+
+
+class TrapGuard:
+    def __init__(self, rules: UrlRules, counts: PatternCounts):
+        self.rules = rules
+        self.counts = counts
+
+    def refusal(self, url: str) -> str | None:
+        """Why the discovered ``url`` is not queued, or None."""
+        return self.rules.refusal(url) or self.counts.refusal(site_of(url), url_pattern(url))
+
+    def queued(self, url: str) -> None:
+        self.counts.queued(site_of(url), url_pattern(url))
+
+    def judged(self, url: str, twin: bool) -> None:
+        """The page at ``url`` was fetched: a twin of another page (or a soft 404), or not."""
+        self.counts.judged(site_of(url), url_pattern(url), twin)
