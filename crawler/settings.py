@@ -179,6 +179,21 @@ CRAWLER_FOLLOW_CANONICAL = True
 CRAWLER_SCOPE = "site"
 CRAWLER_TRACKING_PARAMS = list(DEFAULT_TRACKING_PARAMS)
 
+# --- Traps and twins ----------------------------------------------------------------------------
+# A fetched page whose text's SimHash is within CRAWLER_TWIN_MAX_DISTANCE bits of a page of its
+# site fetched before is a `duplicate` row naming its twin; a discovered URL a trap rule refuses
+# is a `filtered` row naming the rule (docs/settings.md).
+CRAWLER_TWINS_ENABLED = True
+CRAWLER_TWIN_MAX_DISTANCE = 5
+CRAWLER_TWIN_FOLLOW_LINKS = False
+CRAWLER_TWIN_SITE_CAPACITY = 50_000
+CRAWLER_SOFT404_PROBE = True
+CRAWLER_TRAP_MAX_SEGMENT_REPEATS = 2
+CRAWLER_TRAP_MAX_PATH_SEGMENTS = 30
+CRAWLER_TRAP_MAX_QUERY_PARAMS = 20
+CRAWLER_TRAP_PATTERN_TWINS = 5
+CRAWLER_TRAP_PATTERN_MAX_URLS = 10_000
+
 # --- Sitemaps ----------------------------------------------------------------------------------
 CRAWLER_SITEMAP_FALLBACK_PATHS = ["/sitemap.xml", "/sitemap_index.xml"]
 CRAWLER_SITEMAP_MAX_DEPTH = 5

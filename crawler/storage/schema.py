@@ -68,6 +68,8 @@ PAGE_COLUMNS: tuple[str, ...] = (
     "visit_count",
     "change_count",
     "followed_links",
+    "simhash",
+    "duplicate_of",
 )
 """Columns of seed 000's target table and seed 002's crawled_pages together, plus the
 crawl context (depth, priority, how the URL was found, the job) and the revisit schedule."""
@@ -98,6 +100,8 @@ CONTENT_COLUMNS: tuple[str, ...] = (
     "links_count",
     "links",
     "followed_links",
+    "simhash",
+    "duplicate_of",
     "final_url",
     "redirect_count",
     "etag",
@@ -348,6 +352,11 @@ MIGRATIONS: tuple[str, ...] = (
     # than every domain's snapshot sorted on each refresh
     """
     CREATE INDEX idx_domain_state_delay ON domain_state (effective_delay DESC, domain)
+    """,
+    # near-duplicates: the SimHash of a page's text, and the page a duplicate is the twin of
+    """
+    ALTER TABLE pages ADD COLUMN simhash VARCHAR(16);
+    ALTER TABLE pages ADD COLUMN duplicate_of TEXT
     """,
 )
 
