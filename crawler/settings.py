@@ -62,6 +62,8 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.redirects.CheckedMetaRefreshMiddleware": 580,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "crawler.middlewares.redirects.CheckedRedirectMiddleware": 600,
+    # First: a queued page whose URL pattern gave twins meanwhile leaves no trace further on.
+    "crawler.middlewares.traps.TrapMiddleware": 40,
     # Under the limiter (800), which settles an unstamped departure first on the way back;
     # above redirects and retries.
     "crawler.middlewares.request_log.RequestLogMiddleware": 790,
@@ -271,7 +273,7 @@ CRAWLER_REDIS_META_KEYS = [
     "dont_redirect",
     "recrawl",
 ]
-CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
+CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery", "soft_404_probe"]
 CRAWLER_SEEN_FILTER = "exact"
 CRAWLER_BLOOM_CAPACITY = 10_000_000
 CRAWLER_BLOOM_ERROR_RATE = 1e-6

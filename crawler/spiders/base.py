@@ -19,7 +19,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from crawler.exceptions import RobotsUnreachable
+from crawler.exceptions import RobotsUnreachable, TrapRefused
 from crawler.extraction import PageData
 from crawler.frontier.priority import request_priority
 from crawler.frontier.seeds import parse_seeds
@@ -391,7 +391,9 @@ class BaseCrawlSpider(TrapsAndTwins, Spider):
 def _never_sent(failure: Failure, item: PageItem) -> bool:
     """Whether a page's request was refused before anything was sent (not a redirect's hop,
     which followed a download)."""
-    refused = item.status in ("blocked_by_robots", "blocked_by_policy") or isinstance(failure.value, RobotsUnreachable)
+    refused = item.status in ("blocked_by_robots", "blocked_by_policy") or isinstance(
+        failure.value, RobotsUnreachable | TrapRefused
+    )
     return refused and not failure.request.meta.get("redirect_urls")
 
 

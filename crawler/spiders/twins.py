@@ -69,7 +69,8 @@ class TrapsAndTwins:
                 errback=self.soft_404_probe_failed,
                 priority=PROBE_PRIORITY,
                 dont_filter=True,
-                meta={"discovered_via": "probe"},
+                # stays in this process, which claimed the site: it has no row to end a lease
+                meta={"discovered_via": "probe", "soft_404_probe": True},
             )
             self.crawler.engine.crawl(request)
 

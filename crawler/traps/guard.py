@@ -15,7 +15,11 @@ class TrapGuard:
 
     def refusal(self, url: str) -> str | None:
         """Why the discovered ``url`` is not queued, or None."""
-        return self.rules.refusal(url) or self.counts.refusal(site_of(url), url_pattern(url))
+        return self.rules.refusal(url) or self.pattern_refusal(url)
+
+    def pattern_refusal(self, url: str) -> str | None:
+        """Why a queued ``url`` is not fetched now that its pattern gave what it gave, or None."""
+        return self.counts.refusal(site_of(url), url_pattern(url))
 
     def queued(self, url: str) -> None:
         self.counts.queued(site_of(url), url_pattern(url))
