@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 REAL = {"/", *TrapSite.REAL}
 MAX_TRAP_FETCHES = 30
 MAX_DISTANCE = 5  # the default
+PROBE = {"CRAWLER_SOFT404_PROBE": "True"}  # the default, which the tests' settings turn off
 
 
 def _rows(database: Database, web: TestWeb) -> dict[str, dict[str, Any]]:
@@ -54,7 +55,7 @@ def test_a_crawl_of_a_site_full_of_traps_fetches_its_pages_and_few_traps(
     web: TestWeb, database: Database, frontier: dict[str, str]
 ) -> None:
     web.clear()
-    crawl("links", database, url=web.url("traps"), max_pages="300", settings=frontier)
+    crawl("links", database, url=web.url("traps"), max_pages="300", settings={**frontier, **PROBE})
     rows = _rows(database, web)
     _assert_a_crawl_of_the_real_pages(rows, web)
     errors = [row["error"] or "" for row in rows.values()]
@@ -92,6 +93,7 @@ def test_three_processes_sharing_a_crawl_find_the_twins_one_process_finds(
         "CRAWLER_CRAWL_ID": crawl_name,
         "CRAWLER_IDLE_CLOSE_SECONDS": "3",
         "CRAWLER_DEFAULT_DELAY": "0.2",  # paced, so that every process gets pages
+        **PROBE,
     }
     logs = [tmp_path / f"worker-{n}.log" for n in range(3)]
     workers = [

@@ -13,7 +13,7 @@ from crawler.storage.backend import StorageBackend
 from crawler.storage.pages import any_page, stored_links, stored_pages
 from crawler.storage.values import unix_time
 
-_CONTENT_STATUSES = frozenset({"fetched", "noindex", "unchanged"})
+_CONTENT_STATUSES = frozenset({"fetched", "noindex", "unchanged", "duplicate"})
 
 
 @dataclass(frozen=True, slots=True)
