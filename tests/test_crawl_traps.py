@@ -106,3 +106,37 @@ def test_three_processes_sharing_a_crawl_find_the_twins_one_process_finds(
     _assert_a_crawl_of_the_real_pages(rows, web)
     jobs = postgres_database.query("SELECT COUNT(DISTINCT job_id) FROM pages WHERE status IN ('fetched', 'duplicate')")
     assert jobs[0][0] >= 2  # the pages were shared out
+
+
+def test_the_sitemap_spider_finds_the_twins_a_sitemap_lists(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("sitemap", database, url=web.url("traps"), settings=PROBE)
+    rows = _rows(database, web)
+    for page, copy in zip(("/about", "/contact"), TrapSite.LISTED_COPIES):
+        pair = {page: rows[page], copy: rows[copy]}
+        assert sorted(row["status"] for row in pair.values()) == ["duplicate", "fetched"]
+        (duplicate,) = (path for path, row in pair.items() if row["status"] == "duplicate")
+        (original,) = set(pair) - {duplicate}
+        assert rows[duplicate]["duplicate_of"] == web.url("traps", original)
+    others = REAL - {"/about", "/contact"}
+    assert {path: rows[path]["status"] for path in others} == dict.fromkeys(others, "fetched")
+
+
+def test_a_recrawl_keeps_unchanged_pages_unchanged_never_twins_of_themselves(
+    web: TestWeb, database: Database, frontier: dict[str, str]
+) -> None:
+    settings = {**frontier, **PROBE, "CRAWLER_RECRAWL_MIN_INTERVAL": "0", "CRAWLER_RECRAWL_CONDITIONAL": "False"}
+    web.clear()
+    crawl("links", database, url=web.url("traps"), max_pages="300", settings=settings)
+    first = _rows(database, web)
+    web.clear()
+    crawl("links", database, url=web.url("traps"), max_pages="300", job_id="again", settings=settings)
+    second = _rows(database, web)
+    assert {path: second[path]["status"] for path in REAL} == dict.fromkeys(REAL, "unchanged")
+    assert len(_trap_fetches(web)) <= MAX_TRAP_FETCHES
+    for path, row in second.items():
+        assert row["duplicate_of"] != web.url("traps", path)
+        if first[path]["status"] == "duplicate" and row["status"] == "unchanged":  # its twin's copy kept
+            assert row["duplicate_of"] == first[path]["duplicate_of"] and row["body"] is None
+    for broken in TrapSite.BROKEN:  # judged again, as nothing good was stored
+        assert second[broken]["status"] == "filtered" and second[broken]["error"].startswith("soft 404: ")

@@ -39,7 +39,9 @@ class StoredPage:
     def meta(self) -> dict[str, Any]:
         """What the visit's row needs of the stored one, as plain JSON for a shared frontier."""
         history = self.history
-        return {"i": history.interval, "n": history.revisits, "x": history.changes, "h": self.content_hash}
+        # Only a good copy can be unchanged: a soft 404 fetched again is judged again.
+        content_hash = self.content_hash if self.has_content else None
+        return {"i": history.interval, "n": history.revisits, "x": history.changes, "h": content_hash}
 
 
 def history_of(meta: dict[str, Any] | None) -> tuple[History | None, str | None]:

@@ -594,6 +594,7 @@ class TrapSite(Site):
     REAL = ["/about", "/products", "/blog/first-post", "/contact", "/docs/guide/"]
     BROKEN = ["/old/archive", "/docs/legacy", "/blog/missing-post"]
     COPIES = 3
+    LISTED_COPIES = ["/s/listed1/about", "/s/listed2/contact"]
 
     def page(self, path: str, base: str) -> Reply:
         session, _, rest = path.partition("/s/")[2].partition("/") if path.startswith("/s/") else ("", "", path[1:])
@@ -601,6 +602,8 @@ class TrapSite(Site):
         while path.startswith("/docs/guide/docs/guide/"):  # the server ignores what the link nests
             path = path[len("/docs/guide") :]
         prefix = f"/s/{session}" if session else ""
+        if path == "/sitemap.xml" and not session:  # the same page under two URLs, as sitemaps do list
+            return xml(urlset(f"{base}{page}" for page in ["/", *self.REAL, *self.LISTED_COPIES]))
         if path == "/" or path in self.REAL:
             return self._page(path, prefix, session)
         if path.startswith("/calendar/"):
