@@ -30,15 +30,15 @@ def _reference(text: str) -> int | None:
         return None
 
     def rotated(value: int, by: int) -> int:
-        return ((value << by) | (value >> (32 - by))) & 0xFFFFFFFF
+        return ((value << by) | (value >> (32 - by))) & 0xFFFFFFFF if by else value
 
     crcs = [crc32(word) for word in words]
     counts = [0] * BITS
     shingles = len(words) - SHINGLE_WORDS + 1
     for i in range(shingles):
         a, b, c = crcs[i : i + SHINGLE_WORDS]
-        high = a ^ rotated(b, 11) ^ rotated(c, 22)
-        low = c ^ rotated(a, 7) ^ rotated(b, 25)
+        high = a ^ rotated(b, 8) ^ rotated(c, 16)
+        low = rotated(a, 24) ^ rotated(b, 16) ^ c
         value = high << 32 | low
         for bit in range(BITS):
             counts[bit] += value >> bit & 1

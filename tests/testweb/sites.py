@@ -608,7 +608,8 @@ class TrapSite(Site):
             return self._page(path, prefix, session)
         if path.startswith("/calendar/"):
             return self._calendar(path, prefix, session)
-        return _trap_page("Page not found", f"There is no page at {path} on this site.", [], path, prefix, session)
+        text = f"There is no such page on this site. {_vocabulary(31, 500)}"  # and how to find one
+        return _trap_page("Page not found", text, [], path, prefix, session)
 
     def _page(self, path: str, prefix: str, session: str) -> Reply:
         links = [*self.REAL, "/calendar/2026/01"] if path == "/" else list(self.BROKEN)
@@ -628,7 +629,7 @@ class TrapSite(Site):
         following = (year, month + 1) if month < 12 else (year + 1, 1)
         weekdays = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
         days = " ".join(f"{weekdays[day % 7]} {day} no events" for day in range(1, 29))
-        text = f"Calendar of {year}-{month:02d}: {days}."
+        text = f"Calendar of {year}-{month:02d}: {days}. {_vocabulary(21, 1000)}"  # how events are listed
         links = [f"/calendar/{y}/{m:02d}" for y, m in (previous, following)]
         return _trap_page(f"Calendar {year}-{month:02d}", text, links, path, prefix, session)
 
