@@ -42,9 +42,10 @@ class TrapsAndTwins:
         return trap
 
     def queued(self, url: str) -> None:
-        """A page's request was made: its pattern counts it, and its site is probed if new."""
+        """A page's request was made: its pattern counts it, and its site is probed if new (in
+        a crawl: ``scrapy seed`` makes requests too, with no engine to send a probe)."""
         self.traps.queued(url)
-        if self.probes_soft_404:
+        if self.probes_soft_404 and self.crawler.crawling:
             self._probe_soft_404(url)
 
     async def judge_twins(self, item: PageItem) -> bool:

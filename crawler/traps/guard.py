@@ -19,11 +19,16 @@ class TrapGuard:
 
     def pattern_refusal(self, url: str) -> str | None:
         """Why a queued ``url`` is not fetched now that its pattern gave what it gave, or None."""
-        return self.counts.refusal(site_of(url), url_pattern(url))
+        pattern = url_pattern(url)
+        return None if pattern is None else self.counts.refusal(site_of(url), pattern)
 
     def queued(self, url: str) -> None:
-        self.counts.queued(site_of(url), url_pattern(url))
+        pattern = url_pattern(url)
+        if pattern is not None:
+            self.counts.queued(site_of(url), pattern)
 
     def judged(self, url: str, twin: bool) -> None:
         """The page at ``url`` was fetched: a twin of another page (or a soft 404), or not."""
-        self.counts.judged(site_of(url), url_pattern(url), twin)
+        pattern = url_pattern(url)
+        if pattern is not None:
+            self.counts.judged(site_of(url), pattern, twin)

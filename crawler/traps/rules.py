@@ -55,12 +55,12 @@ def repeated_run(segments: list[str]) -> tuple[list[str], int]:
     return best
 
 
-def url_pattern(url: str) -> str:
+def url_pattern(url: str) -> str | None:
     """The URLs a site may generate without end have one pattern: the path up to its first
     generated segment (one with a digit, or a long token), that segment as ``*``; for a path
     with none, the path and the names of the query's parameters. ``/s/a81f/about`` and
     ``/s/c2d9/news`` are ``/s/*``; ``/calendar/2031/05`` is ``/calendar/*``; ``/list?page=7`` is
-    ``/list?page=*``; a path without either is its own pattern."""
+    ``/list?page=*``. A path with neither is one URL, of no pattern (None): nothing to count."""
     parts = urlsplit(url)
     kept = []
     for segment in path_segments(parts.path):
@@ -68,8 +68,9 @@ def url_pattern(url: str) -> str:
             return "/" + "/".join([*kept, "*"])
         kept.append(segment)
     names = sorted({param.partition("=")[0] for param in parts.query.split("&") if param})
-    query = "?" + "&".join(f"{name}=*" for name in names) if names else ""
-    return "/" + "/".join(kept) + query
+    if not names:
+        return None
+    return "/" + "/".join(kept) + "?" + "&".join(f"{name}=*" for name in names)
 
 
 def is_generated(segment: str) -> bool:
