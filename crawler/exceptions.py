@@ -29,6 +29,10 @@ class ResponseFiltered(IgnoreRequest):
         self.response = response
 
 
+class TrapRefused(ResponseFiltered):
+    """A queued page the trap rules refuse before it leaves: its pattern gave twins meanwhile."""
+
+
 class RobotsUnreachable(IgnoreRequest):
     """The site gave no answer at all for its robots.txt: its pages are errors, not refusals."""
 

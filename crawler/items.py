@@ -12,7 +12,8 @@ class PageItem:
 
     ``status`` says what happened: ``fetched``, ``noindex`` (kept without body and text),
     ``unchanged`` (answered 304 Not Modified, or fetched with the same text: the stored content
-    is kept), ``sitemap`` (a sitemap document), ``redirect`` (redirected to a URL fetched under its
+    is kept), ``duplicate`` (says what a page of its site fetched before says: ``duplicate_of``),
+    ``sitemap`` (a sitemap document), ``redirect`` (redirected to a URL fetched under its
     own row), ``blocked_by_policy`` (refused by the address guard or the redirect checks) or
     ``error`` (``error`` says why).
     """
@@ -27,6 +28,9 @@ class PageItem:
     content_type: str | None = None
     content_length: int | None = None
     content_hash: str | None = None
+    simhash: str | None = None
+    """The SimHash of the visible text (``crawler.twins.simhash``), 16 hex digits."""
+    duplicate_of: str | None = None
     title: str | None = None
     description: str | None = None
     text: str | None = None

@@ -38,6 +38,14 @@ from crawler.seen.exact import ExactSeenFilter
 from crawler.seen.filter import MarkedSeenFilter, has_bloom_module
 from crawler.storage import open_backend
 from crawler.storage.outbox import CrawlStorage
+from crawler.traps.guard import TrapGuard
+from crawler.traps.patterns_local import PatternCounts
+from crawler.traps.patterns_redis import RedisPatternCounts
+from crawler.traps.rules import UrlRules
+from crawler.twins.index_local import TwinIndex
+from crawler.twins.index_redis import RedisTwinIndex
+from crawler.twins.judge import TwinJudge
+from crawler.twins.probe import RedisSoftNotFoundProbes, SoftNotFoundProbes
 
 _ATTRIBUTE = "crawl_services"
 """Where the crawler object carries its services."""
@@ -147,6 +155,40 @@ class CrawlServices:
             )
             return BloomSeenFilter(client, key, fingerprinter, shape, use_module=has_bloom_module(client), debug=debug)
         raise ValueError(f"CRAWLER_SEEN_FILTER must be 'exact' or 'bloom', not {kind!r}")
+
+    @cached_property
+    def traps(self) -> TrapGuard:
+        """The trap rules of discovered URLs, with each site's pattern counts in the process or
+        in Redis."""
+        settings = self.settings
+        rules = UrlRules(
+            settings.getint("CRAWLER_TRAP_MAX_SEGMENT_REPEATS"),
+            settings.getint("CRAWLER_TRAP_MAX_PATH_SEGMENTS"),
+            settings.getint("CRAWLER_TRAP_MAX_QUERY_PARAMS"),
+        )
+        limits = settings.getint("CRAWLER_TRAP_PATTERN_MAX_URLS"), settings.getint("CRAWLER_TRAP_PATTERN_TWINS")
+        counts = (
+            PatternCounts(*limits)
+            if self.redis is None
+            else RedisPatternCounts(*limits, self.redis.link, self.redis.key("traps"))
+        )
+        return TrapGuard(rules, counts)
+
+    @cached_property
+    def twins(self) -> TwinJudge | None:
+        """The judge of fetched pages' twins, with each site's fingerprints in the process or in
+        Redis; None when ``CRAWLER_TWINS_ENABLED`` is off."""
+        settings = self.settings
+        if not settings.getbool("CRAWLER_TWINS_ENABLED"):
+            return None
+        distance, capacity = settings.getint("CRAWLER_TWIN_MAX_DISTANCE"), settings.getint("CRAWLER_TWIN_SITE_CAPACITY")
+        index: TwinIndex | RedisTwinIndex
+        if self.redis is None:
+            index, probes = TwinIndex(distance, capacity), SoftNotFoundProbes(self.crawl_id)
+        else:
+            index = RedisTwinIndex(self.redis.link, self.redis.key("twins"), distance, capacity)
+            probes = RedisSoftNotFoundProbes(self.crawl_id, self.redis.link, self.redis.key("probed"))
+        return TwinJudge(index, probes, self.traps, settings.getbool("CRAWLER_TWIN_FOLLOW_LINKS"))
 
     @property
     def storage(self) -> CrawlStorage:

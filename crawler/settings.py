@@ -62,6 +62,8 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.redirects.CheckedMetaRefreshMiddleware": 580,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "crawler.middlewares.redirects.CheckedRedirectMiddleware": 600,
+    # First: a queued page whose URL pattern gave twins meanwhile leaves no trace further on.
+    "crawler.middlewares.traps.TrapMiddleware": 40,
     # Under the limiter (800), which settles an unstamped departure first on the way back;
     # above redirects and retries.
     "crawler.middlewares.request_log.RequestLogMiddleware": 790,
@@ -182,6 +184,21 @@ CRAWLER_FOLLOW_CANONICAL = True
 CRAWLER_SCOPE = "site"
 CRAWLER_TRACKING_PARAMS = list(DEFAULT_TRACKING_PARAMS)
 
+# --- Traps and twins ----------------------------------------------------------------------------
+# A fetched page whose text's SimHash is within CRAWLER_TWIN_MAX_DISTANCE bits of a page of its
+# site fetched before is a `duplicate` row naming its twin; a discovered URL a trap rule refuses
+# is a `filtered` row naming the rule (docs/settings.md).
+CRAWLER_TWINS_ENABLED = True
+CRAWLER_TWIN_MAX_DISTANCE = 5
+CRAWLER_TWIN_FOLLOW_LINKS = False
+CRAWLER_TWIN_SITE_CAPACITY = 50_000
+CRAWLER_SOFT404_PROBE = True
+CRAWLER_TRAP_MAX_SEGMENT_REPEATS = 2
+CRAWLER_TRAP_MAX_PATH_SEGMENTS = 30
+CRAWLER_TRAP_MAX_QUERY_PARAMS = 20
+CRAWLER_TRAP_PATTERN_TWINS = 5
+CRAWLER_TRAP_PATTERN_MAX_URLS = 10_000
+
 # --- Sitemaps ----------------------------------------------------------------------------------
 CRAWLER_SITEMAP_FALLBACK_PATHS = ["/sitemap.xml", "/sitemap_index.xml"]
 CRAWLER_SITEMAP_MAX_DEPTH = 5
@@ -265,7 +282,7 @@ CRAWLER_REDIS_META_KEYS = [
     "dont_redirect",
     "recrawl",
 ]
-CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery"]
+CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery", "soft_404_probe"]
 CRAWLER_SEEN_FILTER = "exact"
 CRAWLER_BLOOM_CAPACITY = 10_000_000
 CRAWLER_BLOOM_ERROR_RATE = 1e-6

@@ -15,7 +15,12 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ),
     ("readers of the web", frozenset({"identity", "http", "extraction", "sitemaps"})),
     ("edges", frozenset({"redis", "storage", "warc"})),
-    ("concepts", frozenset({"politeness", "robots", "seen", "scope", "guard", "recrawl", "outcomes", "control"})),
+    (
+        "concepts",
+        frozenset(
+            {"politeness", "robots", "seen", "scope", "guard", "recrawl", "outcomes", "control", "traps", "twins"}
+        ),
+    ),
     ("services", frozenset({"services"})),
     ("plug-ins", frozenset({"frontier", "download"})),
     (

@@ -59,8 +59,9 @@ def test_a_recrawl_asks_conditionally_and_keeps_unchanged_pages(
     web.clear()
     crawl("links", database, url=web.url("validated"), settings=frontier)
     first = database.pages()
-    pages = {url for url, row in first.items() if row["status"] == "fetched"}
+    pages = {url for url, row in first.items() if row["status"] in ("fetched", "duplicate")}
     assert len(pages) == 31 and all(first[url]["etag"] for url in pages)
+    assert first[web.url("validated", "/p/0")]["status"] == "duplicate"  # the home page under another URL
 
     web.clear()
     result = crawl(
@@ -91,7 +92,7 @@ def test_pages_not_due_are_not_requested_and_their_stored_links_are_followed(web
     database = _sqlite(tmp_path)
     web.clear()
     crawl("links", database, url=web.url("validated"), max_pages="10")
-    known = {url for url, row in database.pages().items() if row["status"] == "fetched"}
+    known = {url for url, row in database.pages().items() if row["status"] in ("fetched", "duplicate")}
     web.clear()
     result = crawl("links", database, url=web.url("validated"), job_id="later")
     requested = {web.url("validated", path) for path in _downloads(web, "validated")}

@@ -7,6 +7,7 @@ its stored text."""
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +27,9 @@ def _page(n: int, edited: bool = False) -> str:
     links = "".join(
         f'<li><a href="/p/{(n * 5 + k) % PAGES}.html">page {(n * 5 + k) % PAGES}</a></li>' for k in range(1, 6)
     )
-    words = " ".join(f"word{(n * 31 + i) % 997}" for i in range(900))  # about 8 KB of text
+    # about 8 KB of text of its own (windows of one text would be twins of each other)
+    rng = random.Random(n)
+    words = " ".join(f"word{rng.randrange(997)}" for _ in range(900))
     note = f"<p>Edited page {n}: this text is new.</p>" if edited else ""
     return f"<!DOCTYPE html><html><head><title>Page {n}</title></head><body><h1>Page {n}</h1>{note}<p>{words}</p><ul>{links}</ul></body></html>"
 

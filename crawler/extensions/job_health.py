@@ -31,6 +31,7 @@ from crawler.items import PageItem
 from crawler.politeness.policy import Outcome
 from crawler.services import CrawlServices
 from crawler.signals import domain_blocked
+from crawler.storage.jobs import FETCHED_STATUSES
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ class JobHealth:
             self.streak += 1
             if self.threshold and self.streak >= self.threshold:
                 self._close(FAILED, f"{self.streak} consecutive failed pages, the last {item.url}: {item.error}")
-        elif item.status in ("fetched", "noindex"):
+        elif item.status in FETCHED_STATUSES:
             self.streak = 0
 
     def _unreachable(self, errors: int) -> str:

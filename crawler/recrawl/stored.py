@@ -14,7 +14,7 @@ from crawler.storage.backend import StorageBackend
 from crawler.storage.pages import any_page, stored_links, stored_pages
 from crawler.storage.values import unix_time
 
-_CONTENT_STATUSES = frozenset({"fetched", "noindex", "unchanged"})
+_CONTENT_STATUSES = frozenset({"fetched", "noindex", "unchanged", "duplicate"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,9 @@ class StoredPage:
     def meta(self) -> dict[str, Any]:
         """What the visit's row needs of the stored one, as plain JSON for a shared frontier."""
         history = self.history
-        meta = {"i": history.interval, "n": history.revisits, "x": history.changes, "h": self.content_hash}
+        # Only a good copy can be unchanged: a soft 404 fetched again is judged again.
+        content_hash = self.content_hash if self.has_content else None
+        meta = {"i": history.interval, "n": history.revisits, "x": history.changes, "h": content_hash}
         if self.payload_digest:
             meta["d"] = self.payload_digest
         return meta

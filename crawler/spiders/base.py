@@ -19,7 +19,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from crawler.exceptions import RobotsUnreachable
+from crawler.exceptions import RobotsUnreachable, TrapRefused
 from crawler.extraction import PageData
 from crawler.frontier.priority import request_priority
 from crawler.frontier.seeds import parse_seeds
@@ -32,6 +32,7 @@ from crawler.outcomes import OutcomeRecorder
 from crawler.recrawl.schedule import RevisitPolicy, RevisitSchedule
 from crawler.recrawl.stored import StoredPage, StoredPages, history_of
 from crawler.services import CrawlServices
+from crawler.spiders.twins import TrapsAndTwins
 from crawler.storage import StorageUnavailable
 from crawler.storage.pages import QUERY_SIZE
 
@@ -50,7 +51,7 @@ ARGUMENT_SETTINGS = {
 }
 
 
-_REVISITED_STATUSES = frozenset({"fetched", "noindex", "unchanged"})
+_REVISITED_STATUSES = frozenset({"fetched", "noindex", "unchanged", "duplicate"})
 
 
 @dataclass(slots=True)
@@ -64,7 +65,7 @@ class Candidate:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-class BaseCrawlSpider(Spider):
+class BaseCrawlSpider(TrapsAndTwins, Spider):
     ARGUMENTS = ("url", "seeds_file", "job_id", "crawl", *ARGUMENT_SETTINGS)
     """The spider arguments (``-a NAME=VALUE``) the crawl understands; scrapyd adds its own, which
     start with ``_``."""
@@ -132,6 +133,7 @@ class BaseCrawlSpider(Spider):
         )
         self.conditional = settings.getbool("CRAWLER_RECRAWL_CONDITIONAL")
         self.ignored_extensions = extension_set(settings.getlist("CRAWLER_IGNORED_EXTENSIONS"))
+        self.configure_twins(self.services, settings)
 
     def seed_urls(self, seeds: Iterable[str] | None = None, trusted: bool = True) -> Iterator[str]:
         """The seeds (the spider's, or ``seeds`` added while it runs) in normal form, each added
@@ -176,13 +178,13 @@ class BaseCrawlSpider(Spider):
     ) -> Request | PageItem | None:
         """A request for a page not seen before, within the budget, conditional on the stored
         copy if there is one; for a discovered URL whose extension is never fetched (``.pdf``,
-        ``.zip``), its ``filtered`` row, outside the budget as nothing is downloaded; None
-        otherwise."""
+        ``.zip``) or that a trap rule refuses, its ``filtered`` row, outside the budget as
+        nothing is downloaded; None otherwise."""
         if url in self.seen or not self.budget_left():
             return None
         self.seen.add(url)
-        extension = None if via == "seed" else ignored_extension(url, self.ignored_extensions)
-        if extension is None:
+        refusal = None if via == "seed" else self._refusal(url)
+        if refusal is None:
             self.pages_scheduled += 1
         headers = stored.validators() if stored is not None and self.conditional else {}
         if headers:
@@ -198,10 +200,18 @@ class BaseCrawlSpider(Spider):
             headers=headers or None,
             meta={"depth": depth, "discovered_via": via, "referrer": referrer, **meta},
         )
-        if extension is None:
-            return request
-        self.crawler.stats.inc_value(f"filters/extension/{extension}")
-        return self.recorder.filtered(request, f"extension {extension} not fetched")
+        if refusal is not None:
+            return self.recorder.filtered(request, refusal)
+        self.queued(url)
+        return request
+
+    def _refusal(self, url: str) -> str | None:
+        """Why a discovered URL is not requested (an extension never fetched, a trap), or None."""
+        extension = ignored_extension(url, self.ignored_extensions)
+        if extension is not None:
+            self.crawler.stats.inc_value(f"filters/extension/{extension}")
+            return f"extension {extension} not fetched"
+        return self.trap_refusal(url)
 
     async def plan(self, candidates: Iterable[Candidate]) -> AsyncIterator[Request | PageItem]:
         """Requests for the candidates that are due. A known page not yet due is not requested
@@ -321,8 +331,9 @@ class BaseCrawlSpider(Spider):
             if stored_hash is not None and item.status == "fetched" and item.content_hash == stored_hash:
                 item.status = "unchanged"
                 self.crawler.stats.inc_value("recrawl/unchanged/same_text")
+            follows = await self.judge_twins(item)
             if page is not None and self.follows_links:
-                links = self.followed_links(item, page)
+                links = self.followed_links(item, page) if follows else []
                 if self.recorder.store_links and links != page.links:
                     item.followed_links = json.dumps(links)
                 follow = self.link_candidates(item.url, response.meta.get("depth", 0), links)
@@ -380,7 +391,9 @@ class BaseCrawlSpider(Spider):
 def _never_sent(failure: Failure, item: PageItem) -> bool:
     """Whether a page's request was refused before anything was sent (not a redirect's hop,
     which followed a download)."""
-    refused = item.status in ("blocked_by_robots", "blocked_by_policy") or isinstance(failure.value, RobotsUnreachable)
+    refused = item.status in ("blocked_by_robots", "blocked_by_policy") or isinstance(
+        failure.value, RobotsUnreachable | TrapRefused
+    )
     return refused and not failure.request.meta.get("redirect_urls")
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from crawler.storage.backend import StorageBackend
 
-FETCHED_STATUSES = frozenset({"fetched", "noindex"})
-"""Rows a job counts in ``pages_fetched``; ``pages_failed`` counts ``FAILED_STATUSES``."""
+FETCHED_STATUSES = frozenset({"fetched", "noindex", "duplicate"})
+"""Rows a job counts in ``pages_fetched`` (pages downloaded whole); ``pages_failed`` counts ``FAILED_STATUSES``."""
 FAILED_STATUSES = frozenset({"error"})
 PAGE_STATUS_STAT = "pages/status/"
 """The Scrapy stats of a job's rows by status (``pages/status/fetched``), as the pipeline counts them."""

@@ -71,6 +71,8 @@ PAGE_COLUMNS: tuple[str, ...] = (
     "warc_filename",
     "warc_offset",
     "warc_payload_digest",
+    "simhash",
+    "duplicate_of",
 )
 """Columns of seed 000's target table and seed 002's crawled_pages together, plus the
 crawl context (depth, priority, how the URL was found, the job), the revisit schedule and where
@@ -102,6 +104,8 @@ CONTENT_COLUMNS: tuple[str, ...] = (
     "links_count",
     "links",
     "followed_links",
+    "simhash",
+    "duplicate_of",
     "final_url",
     "redirect_count",
     "etag",
@@ -379,6 +383,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE pages ADD COLUMN warc_filename TEXT;
     ALTER TABLE pages ADD COLUMN warc_offset BIGINT;
     ALTER TABLE pages ADD COLUMN warc_payload_digest VARCHAR(64)
+    """,
+    # near-duplicates: the SimHash of a page's text, and the page a duplicate is the twin of
+    """
+    ALTER TABLE pages ADD COLUMN simhash VARCHAR(16);
+    ALTER TABLE pages ADD COLUMN duplicate_of TEXT
     """,
 )
 

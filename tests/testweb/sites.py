@@ -620,6 +620,86 @@ def _nested_page(depth: int) -> Reply:
     return Reply(200, body.encode(), {"Content-Type": "text/html; charset=utf-8"})
 
 
+class TrapSite(Site):
+    """Five real pages behind an index, and the traps of the open web around them: every page
+    links to three copies of itself under new session ids in the path (``/s/ID/…``, each
+    showing its id), an endless calendar (``/calendar/YYYY/MM`` links the next and previous
+    month, all empty), a soft 404 (any other path answers 200 with a "not found" page, and pages
+    link to a few such paths), a relative link that nests the guide in itself and a faceted
+    search with too many parameters. Every page carries the site's navigation and footer, as
+    real pages do."""
+
+    name = "traps"
+    REAL = ["/about", "/products", "/blog/first-post", "/contact", "/docs/guide/"]
+    BROKEN = ["/old/archive", "/docs/legacy", "/blog/missing-post"]
+    COPIES = 3
+    LISTED_COPIES = ["/s/listed1/about", "/s/listed2/contact"]
+
+    def page(self, path: str, base: str) -> Reply:
+        session, _, rest = path.partition("/s/")[2].partition("/") if path.startswith("/s/") else ("", "", path[1:])
+        path = "/" + rest
+        while path.startswith("/docs/guide/docs/guide/"):  # the server ignores what the link nests
+            path = path[len("/docs/guide") :]
+        prefix = f"/s/{session}" if session else ""
+        if path == "/sitemap.xml" and not session:  # the same page under two URLs, as sitemaps do list
+            return xml(urlset(f"{base}{page}" for page in ["/", *self.REAL, *self.LISTED_COPIES]))
+        if path == "/" or path in self.REAL:
+            return self._page(path, prefix, session)
+        if path.startswith("/calendar/"):
+            return self._calendar(path, prefix, session)
+        text = f"There is no such page on this site. {_vocabulary(31, 500)}"  # and how to find one
+        return _trap_page("Page not found", text, [], path, prefix, session)
+
+    def _page(self, path: str, prefix: str, session: str) -> Reply:
+        links = [*self.REAL, "/calendar/2026/01"] if path == "/" else list(self.BROKEN)
+        if path == "/docs/guide/":
+            links += ["docs/guide/", "docs/guide/docs/guide/"]  # relative: nest the guide in itself
+        if path == "/products":
+            links.append("/search?" + "&".join(f"facet{n}=any" for n in range(25)))
+        seed = sum(map(ord, path))
+        return _trap_page(f"Page {path}", _vocabulary(seed, 500), links, path, prefix, session)
+
+    def _calendar(self, path: str, prefix: str, session: str) -> Reply:
+        try:
+            year, month = (int(part) for part in path.split("/")[2:4])
+        except ValueError:
+            return NOT_FOUND
+        previous = (year, month - 1) if month > 1 else (year - 1, 12)
+        following = (year, month + 1) if month < 12 else (year + 1, 1)
+        weekdays = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+        days = " ".join(f"{weekdays[day % 7]} {day} no events" for day in range(1, 29))
+        text = f"Calendar of {year}-{month:02d}: {days}. {_vocabulary(21, 1000)}"  # how events are listed
+        links = [f"/calendar/{y}/{m:02d}" for y, m in (previous, following)]
+        return _trap_page(f"Calendar {year}-{month:02d}", text, links, path, prefix, session)
+
+
+def _session_id(path: str, n: int) -> str:
+    return hashlib.sha1(f"{path} {n}".encode()).hexdigest()[:10]
+
+
+@cache
+def _vocabulary(seed: int, count: int) -> str:
+    rng = random.Random(seed)
+    syllables = ["ka", "lo", "mi", "ren", "sta", "vo", "tri", "pel", "du", "nor", "xa", "bel"]
+    return " ".join("".join(rng.choice(syllables) for _ in range(rng.randint(1, 3))) for _ in range(count))
+
+
+def _trap_page(title: str, text: str, links: list[str], path: str, prefix: str, session: str) -> Reply:
+    copies = [f"/s/{_session_id(prefix + path, n)}{path}" for n in range(TrapSite.COPIES)]
+    navigation = "".join(f'<li><a href="{prefix}{href}">{href.strip("/") or "home"}</a></li>' for href in TrapSite.REAL)
+    own = "".join(
+        f'<li><a href="{href if not href.startswith("/") else prefix + href}">more</a></li>' for href in links
+    )
+    copied = "".join(f'<li><a href="{href}">this page</a></li>' for href in copies)
+    footer = _vocabulary(7, 250)
+    body = (
+        f"<!DOCTYPE html><html><head><title>{title}</title></head><body><nav><ul>{navigation}</ul></nav>"
+        f"<main><h1>{title}</h1><p>{text}</p><ul>{own}{copied}</ul></main>"
+        f"<footer><p>{footer}</p><p>Session {session or 'none'}</p></footer></body></html>"
+    )
+    return Reply(200, body.encode(), {"Content-Type": "text/html; charset=utf-8"})
+
+
 SITES: dict[str, type[Site]] = {
     cls.name: cls
     for cls in (
@@ -638,5 +718,6 @@ SITES: dict[str, type[Site]] = {
         HostileWebSite,
         BigRobotsSite,
         DeepSite,
+        TrapSite,
     )
 }

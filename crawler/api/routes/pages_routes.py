@@ -13,7 +13,17 @@ from crawler.api.context import context
 from crawler.api.routing import Param, Route
 from crawler.storage.pages import newest_pages
 
-STATUSES = ("fetched", "noindex", "sitemap", "redirect", "blocked_by_robots", "filtered", "skipped", "error")
+STATUSES = (
+    "fetched",
+    "noindex",
+    "duplicate",
+    "sitemap",
+    "redirect",
+    "blocked_by_robots",
+    "filtered",
+    "skipped",
+    "error",
+)
 
 
 def _cursor(request: web.Request) -> tuple[datetime, int] | None:

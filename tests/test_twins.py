@@ -1,0 +1,170 @@
+"""Near-duplicates: the SimHash of a text against a plain reference, its distances, the blocks
+that find candidates, and each site's index, in the process and in Redis (the same answers)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import Iterator
+from zlib import crc32
+
+import pytest
+import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawler.redis.keys import delete_matching
+from crawler.redis.link import RedisLink
+from crawler.twins.index_local import Twin, TwinIndex
+from crawler.twins.index_redis import RedisTwinIndex
+from crawler.twins.simhash import BITS, MIN_WORDS, SHINGLE_WORDS, blocks, distance, simhash
+
+WORDS = st.text(alphabet="abcdeé日1 ", min_size=1, max_size=6).map(lambda w: w.replace(" ", "") or "x")
+
+
+def _reference(text: str) -> int | None:
+    """SimHash as the textbook writes it, one shingle and one bit at a time."""
+    words = text.encode("utf-8", "surrogatepass").split()
+    if len(words) < MIN_WORDS:
+        return None
+
+    def rotated(value: int, by: int) -> int:
+        return ((value << by) | (value >> (32 - by))) & 0xFFFFFFFF if by else value
+
+    crcs = [crc32(word) for word in words]
+    counts = [0] * BITS
+    shingles = len(words) - SHINGLE_WORDS + 1
+    for i in range(shingles):
+        a, b, c = crcs[i : i + SHINGLE_WORDS]
+        high = a ^ rotated(b, 8) ^ rotated(c, 16)
+        low = rotated(a, 24) ^ rotated(b, 16) ^ c
+        value = high << 32 | low
+        for bit in range(BITS):
+            counts[bit] += value >> bit & 1
+    return sum(1 << bit for bit in range(BITS) if 2 * counts[bit] > shingles)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(WORDS, max_size=60), st.sampled_from([" ", "\n", "  \t"]))
+def test_the_fingerprint_is_the_textbook_simhash_of_three_word_shingles(words: list[str], space: str) -> None:
+    text = space.join(words)
+    assert simhash(text) == _reference(text)
+
+
+def test_too_short_a_text_has_no_fingerprint() -> None:
+    assert simhash("") is None
+    assert simhash(" ".join(["word"] * (MIN_WORDS - 1))) is None
+    assert simhash(" ".join(["word"] * MIN_WORDS)) is not None
+
+
+def _article(seed: int, words: int = 400) -> list[str]:
+    rng = random.Random(seed)
+    return [f"w{rng.randrange(3000)}" for _ in range(words)]
+
+
+def test_a_page_that_differs_in_a_few_words_is_a_few_bits_away_and_an_unrelated_one_about_half() -> None:
+    near, far = [], []
+    for seed in range(40):
+        words = _article(seed, 1500)
+        changed = list(words)
+        for position in (50, 700, 1400):  # a session id in three places
+            changed[position] = f"sid{seed}x{position}"
+        near.append(distance(simhash(" ".join(words)), simhash(" ".join(changed))))
+        far.append(distance(simhash(" ".join(words)), simhash(" ".join(_article(seed + 1000, 1500)))))
+    # SimHash is a vote per bit: a few changed shingles flip the bits whose vote was close
+    assert sorted(near)[len(near) // 2] <= 3 and max(near) <= 8
+    assert min(far) >= 16 and max(far) <= 48
+
+
+def test_word_order_matters() -> None:
+    words = _article(1, 100)
+    assert simhash(" ".join(words)) != simhash(" ".join(reversed(words)))
+
+
+@settings(max_examples=500)
+@given(st.integers(0, 2**64 - 1), st.integers(0, 7), st.data())
+def test_fingerprints_within_a_distance_share_a_block_of_as_many_more_blocks(
+    fingerprint: int, max_distance: int, data: st.DataObject
+) -> None:
+    flipped = data.draw(st.sets(st.integers(0, BITS - 1), max_size=max_distance))
+    other = fingerprint
+    for bit in flipped:
+        other ^= 1 << bit
+    assert distance(fingerprint, other) == len(flipped)
+    assert set(blocks(fingerprint, max_distance + 1)) & set(blocks(other, max_distance + 1))
+
+
+def _near(fingerprint: int, bits: int, rng: random.Random) -> int:
+    for bit in rng.sample(range(BITS), bits):
+        fingerprint ^= 1 << bit
+    return fingerprint
+
+
+def _pages(rng: random.Random, count: int) -> list[tuple[str, int]]:
+    """Pages of which many are near others: a few originals and their twins at 0 to 6 bits."""
+    originals = [rng.getrandbits(64) for _ in range(max(1, count // 4))]
+    return [(f"http://a.test/{n}", _near(rng.choice(originals), rng.randrange(7), rng)) for n in range(count)]
+
+
+def _brute_force(kept: list[tuple[str, int]], url: str, fingerprint: int, max_distance: int) -> int | None:
+    """The distance of the closest kept page within ``max_distance`` other than ``url``."""
+    found = [distance(fingerprint, other) for other_url, other in kept if other_url != url]
+    best = min(found, default=max_distance + 1)
+    return best if best <= max_distance else None
+
+
+@pytest.mark.parametrize("max_distance", [0, 3, 6])
+def test_the_index_finds_the_closest_page_within_the_distance_as_a_scan_of_every_page(max_distance: int) -> None:
+    rng = random.Random(max_distance)
+    index, kept = TwinIndex(max_distance, capacity=10_000), []
+    for url, fingerprint in _pages(rng, 400):
+        twin = index.match("a.test", fingerprint, url)
+        expected = _brute_force(kept, url, fingerprint, max_distance)
+        assert (twin.distance if twin else None) == expected
+        if twin is None:
+            kept.append((url, fingerprint))
+        else:
+            assert distance(dict(kept)[twin.url], fingerprint) == twin.distance
+
+
+def test_a_page_fetched_again_is_not_its_own_twin_and_sites_are_apart() -> None:
+    index = TwinIndex(3, capacity=10)
+    assert index.match("a.test", 0xFF, "http://a.test/") is None
+    assert index.match("a.test", 0xFF, "http://a.test/") is None
+    assert index.match("a.test", 0xFE, "http://a.test/copy") == Twin("http://a.test/", 1)
+    assert index.match("b.test", 0xFF, "http://b.test/") is None
+
+
+def test_a_full_site_still_compares_but_keeps_no_more() -> None:
+    index = TwinIndex(2, capacity=2)
+    assert index.match("a.test", 0, "http://a.test/1") is None
+    assert index.match("a.test", 2**64 - 1, "http://a.test/2") is None
+    assert index.match("a.test", 0xFFFF << 20, "http://a.test/3") is None  # not kept: full
+    assert index.match("a.test", 0xFFFF << 20, "http://a.test/4") is None
+    assert index.match("a.test", 1, "http://a.test/5") == Twin("http://a.test/1", 1)
+
+
+@pytest.fixture
+def twin_key(redis_client: redis.Redis) -> Iterator[str]:
+    prefix = f"test-twins-{uuid.uuid4().hex[:8]}"
+    yield prefix
+    delete_matching(redis_client, f"{prefix}:*")
+
+
+@pytest.mark.parametrize("max_distance", [0, 3, 6])
+def test_the_redis_index_answers_as_the_one_in_the_process(
+    redis_client: redis.Redis, twin_key: str, max_distance: int
+) -> None:
+    rng = random.Random(100 + max_distance)
+    local = TwinIndex(max_distance, capacity=300)
+    shared = RedisTwinIndex(RedisLink(redis_client), twin_key, max_distance, capacity=300)
+    pages = _pages(rng, 400)
+    pages.append(pages[0])  # fetched again: not its own twin
+
+    async def compare() -> None:
+        for url, fingerprint in pages:
+            assert await shared.find_or_add("a.test", fingerprint, url) == local.match("a.test", fingerprint, url)
+
+    asyncio.run(compare())
+    assert int(redis_client.hget(f"{twin_key}:a.test", "n")) == len(local._sites["a.test"].urls) <= 300
