@@ -41,7 +41,7 @@ from crawler.storage.outbox import CrawlStorage
 from crawler.traps.guard import TrapGuard
 from crawler.traps.patterns_local import PatternCounts
 from crawler.traps.patterns_redis import RedisPatternCounts
-from crawler.traps.rules import UrlRules
+from crawler.traps.url_shapes import UrlRules
 from crawler.twins.index_local import TwinIndex
 from crawler.twins.index_redis import RedisTwinIndex
 from crawler.twins.judge import TwinJudge

@@ -16,7 +16,7 @@ from crawler.redis.link import RedisLink
 from crawler.traps.guard import TrapGuard
 from crawler.traps.patterns_local import PatternCounts
 from crawler.traps.patterns_redis import RedisPatternCounts
-from crawler.traps.rules import UrlRules, repeated_run, url_pattern
+from crawler.traps.url_shapes import UrlRules, repeated_run, url_pattern
 
 RULES = UrlRules(max_segment_repeats=2, max_path_segments=30, max_query_params=20)
 

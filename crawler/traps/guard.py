@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from crawler.identity import site_of
 from crawler.traps.patterns_local import PatternCounts
-from crawler.traps.rules import UrlRules, url_pattern
+from crawler.traps.url_shapes import UrlRules, url_pattern
 
 
 class TrapGuard:
