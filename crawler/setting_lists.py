@@ -8,10 +8,15 @@ import json
 from scrapy.settings import BaseSettings
 
 
+def is_json_list(value: object) -> bool:
+    """Whether a setting's value is given as a JSON list (a string that opens one)."""
+    return isinstance(value, str) and value.lstrip().startswith("[")
+
+
 def list_setting(settings: BaseSettings, name: str) -> list:
     """The setting as a list; raises ValueError for a JSON list that does not parse."""
     value = settings.get(name)
-    if isinstance(value, str) and value.lstrip().startswith("["):
+    if is_json_list(value):
         try:
             parsed = json.loads(value)
         except ValueError as exc:

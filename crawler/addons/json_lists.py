@@ -8,7 +8,7 @@ from __future__ import annotations
 from scrapy.settings import BaseSettings
 
 from crawler import settings as defaults
-from crawler.setting_lists import list_setting
+from crawler.setting_lists import is_json_list, list_setting
 
 LIST_SETTINGS = tuple(name for name, value in vars(defaults).items() if name.isupper() and isinstance(value, list))
 
@@ -16,6 +16,5 @@ LIST_SETTINGS = tuple(name for name, value in vars(defaults).items() if name.isu
 class JsonLists:
     def update_settings(self, settings: BaseSettings) -> None:
         for name in LIST_SETTINGS:
-            value = settings.get(name)
-            if isinstance(value, str) and value.lstrip().startswith("["):
+            if is_json_list(settings.get(name)):
                 settings.set(name, list_setting(settings, name), priority=settings.getpriority(name))

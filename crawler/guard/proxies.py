@@ -6,7 +6,7 @@ proxies' own hosts are allowed as what the crawler connects to."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 from urllib.request import getproxies
 
 from scrapy.settings import BaseSettings
@@ -35,7 +35,7 @@ def bypasses_proxy(host: str, no_proxy: list[str]) -> bool:
 
 def proxy_host(url: str) -> str | None:
     """The host of a proxy URL (``host:port`` alone is taken as an http proxy, as urllib does)."""
-    return urlsplit(url if "://" in url else f"http://{url}").hostname
+    return _split(url).hostname
 
 
 def through_proxy(reason: str, meta: dict) -> str:
@@ -47,5 +47,10 @@ def through_proxy(reason: str, meta: dict) -> str:
 
 def shown_proxy(url: str) -> str:
     """A proxy URL fit for a row or a log line: without its credentials."""
-    parts = urlsplit(url if "://" in url else f"http://{url}")
+    parts = _split(url)
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+def _split(url: str) -> SplitResult:
+    """A proxy URL's parts; ``host:port`` alone is an http proxy, as urllib takes it."""
+    return urlsplit(url if "://" in url else f"http://{url}")

@@ -253,8 +253,7 @@ class FrontierStore:
 
     def begin(self) -> None:
         """Mark the crawl running (a joining worker finds it so; one that ended begins again)."""
-        if self.client.get(self.key("born")) != RUNNING:
-            self.client.set(self.key("born"), RUNNING)
+        self.client.set(self.key("born"), RUNNING)
 
     def complete(self) -> int:
         """Delete every key of the ended crawl but its mark, which says so for an hour to the
