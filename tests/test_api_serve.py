@@ -5,6 +5,7 @@ and the OpenAPI description against the routes served."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import uuid
@@ -23,7 +24,7 @@ from crawler.redis.store import FrontierStore
 from tests.api_contract import FAST_HOST, PAGES_PER_HOST, STORED_ONLY_HOST, THROTTLED_HOST, populate_as_a_crawl
 from tests.api_server import ApiClient, ServeProcess, create_users, migrate
 from tests.conftest import REDIS_URL, _fresh_database
-from tests.helpers import ROOT, Database, crawl_environment, crawl_keys
+from tests.helpers import ROOT, Database, crawl_environment, crawl_keys, run_scrapy
 
 pytestmark = pytest.mark.integration
 
@@ -312,3 +313,16 @@ def test_useradd_reads_the_password_on_standard_input(tmp_path: Path) -> None:
     ((role, stored),) = database.query("SELECT role, password_hash FROM users WHERE username = 'carol'")
     assert role == "admin" and stored.startswith("$argon2id$") and "carol-password" not in stored
     assert PasswordHasher().verify(stored, "carol-password")
+
+
+def test_an_address_it_cannot_listen_on_is_one_line_and_status_1(tmp_path: Path) -> None:
+    taken = socket.create_server(("127.0.0.1", 0))
+    try:
+        port = taken.getsockname()[1]
+        result = run_scrapy(Database(f"sqlite:///{tmp_path / 'crawler.db'}"), "serve", "--bind", f"127.0.0.1:{port}")
+    finally:
+        taken.close()
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(f"scrapy serve: cannot listen on 127.0.0.1:{port}: ")
+    assert "address already in use" in result.stderr.lower()

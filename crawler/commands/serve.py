@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import logging
 import ssl
+import sys
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -51,18 +52,23 @@ class Command(ScrapyCommand):
         from crawler.api.app import build_app
 
         app = build_app(config, self.settings)
-        web.run_app(
-            app,
-            host=config.host,
-            port=config.port,
-            ssl_context=tls,
-            access_log=None,
-            print=lambda _: print(
-                f"scrapy serve: {config.scheme}://{config.host}:{config.port}/ "
-                f"({config.database_url.partition('://')[0]}{', Redis' if config.redis_url else ''})",
-                flush=True,
-            ),
-        )
+        try:
+            web.run_app(
+                app,
+                host=config.host,
+                port=config.port,
+                ssl_context=tls,
+                access_log=None,
+                print=lambda _: print(
+                    f"scrapy serve: {config.scheme}://{config.host}:{config.port}/ "
+                    f"({config.database_url.partition('://')[0]}{', Redis' if config.redis_url else ''})",
+                    flush=True,
+                ),
+            )
+        except OSError as exc:
+            # The address is taken or not this machine's: one line, not a traceback.
+            print(f"scrapy serve: cannot listen on {config.host}:{config.port}: {exc.strerror or exc}", file=sys.stderr)
+            self.exitcode = 1
 
 
 def _tls(config: ServeConfig) -> ssl.SSLContext | None:
