@@ -107,24 +107,21 @@ def million(client: redis.Redis, frontier: FrontierStore, push: object, count: i
         f"({memory / count:.0f} bytes per URL, with the seen filter)"
     )
     tenth = count // 10
-    rates, popped, acks = [], 0, []
+    rates, popped = [], 0
     slice_started = time.monotonic()
     while True:
         answer = frontier.pop()
         if answer.kind != "request":
             break
-        acks.append(answer.request.partition("\t")[0])
-        frontier.finish(answer.domain, acks[-1])
-        if len(acks) == 100:
-            frontier.ack(acks)
-            acks = []
+        key = answer.request.partition("\t")[0]
+        frontier.finish(answer.domain, key)
+        frontier.ack([key], answer.domain)
         popped += 1
         if popped % tenth == 0:
             now = time.monotonic()
             rates.append(tenth / (now - slice_started))
             print(f"  popped {popped:>9,}: {rates[-1]:,.0f} pops/s over the last {tenth:,}")
             slice_started = now
-    frontier.ack(acks)
     print(
         f"popped {popped:,} of {count:,}; pops/s per tenth: median {statistics.median(rates):,.0f}, "
         f"min {min(rates):,.0f}, max {max(rates):,.0f} (min/max {min(rates) / max(rates):.2f})"

@@ -61,7 +61,7 @@ def hand_out(frontier: FrontierStore, sample: int) -> list[float]:
         popped = batch.popped[0]
         key = popped.request.partition("\t")[0]
         frontier.finish(popped.domain, key)
-        frontier.ack([key])
+        frontier.ack([key], popped.domain)
         times.append(time.perf_counter() - started)
     return times
 
