@@ -34,6 +34,7 @@ from scrapy_redis.queue import PriorityQueue
 from crawler.frontier.codec import RequestCodec
 from crawler.frontier.priority import request_priority
 from crawler.frontier.queue_redis import QueueEntry
+from crawler.politeness.slots import domain_key
 from crawler.redis.store import FrontierConfig, FrontierStore
 from crawler.seen.exact import ExactSeenFilter
 from crawler.settings import CRAWLER_REDIS_LOCAL_META_KEYS, CRAWLER_REDIS_META_KEYS
@@ -72,10 +73,12 @@ def measure(client: redis.Redis, count: int, push: object) -> float:
 
 def ours(client: redis.Redis, spider: PageSpider, crawler) -> tuple[FrontierStore, object]:
     frontier = FrontierStore(
-        client, "crawler:bench", FrontierConfig(default_delay=0.0, default_concurrency=10**9, robots=False)
+        client, "crawler:{bench}", FrontierConfig(default_delay=0.0, default_concurrency=10**9, robots=False)
     )
     codec = RequestCodec(spider, CRAWLER_REDIS_META_KEYS, CRAWLER_REDIS_LOCAL_META_KEYS)
-    seen = ExactSeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter)
+    seen = ExactSeenFilter(
+        client, frontier.key("seen"), crawler.request_fingerprinter, place=lambda r: frontier.seen_key(domain_key(r))
+    )
 
     def push(count: int) -> None:
         for request in link_requests(spider, count):

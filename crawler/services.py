@@ -151,8 +151,7 @@ class CrawlServices:
         store = self.redis.store
 
         def place(request: Request) -> str:
-            # A request's marks in its domain's shard, where the frontier script queues it.
-            return store.domain_part(domain_key(request), "seen")
+            return store.seen_key(domain_key(request))
 
         kind = settings.get("CRAWLER_SEEN_FILTER")
         if kind == "exact":

@@ -286,7 +286,8 @@ CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery", "soft_404_probe"]
 CRAWLER_SEEN_FILTER = "exact"
 CRAWLER_BLOOM_CAPACITY = 10_000_000
 CRAWLER_BLOOM_ERROR_RATE = 1e-6
-# Redis off the reactor: leased requests popped ahead, retries of a Redis outage, the delivery
+# Redis off the reactor: leased requests popped ahead, retries of a Redis outage, whether
+# REDIS_URL names a node of a Redis Cluster (auto: asked), the frontier's shards, the delivery
 # cap, the time a worker waits for Redis at its end, dead crawls reclaimed.
 CRAWLER_REDIS_PREFETCH = 4
 CRAWLER_REDIS_RETRY_SECONDS = 1.0

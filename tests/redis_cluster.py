@@ -4,7 +4,6 @@ PIDs. A short node timeout makes a failover happen within seconds."""
 
 from __future__ import annotations
 
-import shutil
 import signal
 import socket
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 import redis
 
 from tests.server_process import ServerProcess, listening
+from tests.throwaway_redis import redis_server_command
 
 NODE_TIMEOUT_MS = 2000
 BUS_OFFSET = 10_000
@@ -58,15 +58,7 @@ class ClusterNode(ServerProcess):
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5)
 
     def start(self) -> ClusterNode:
-        server = shutil.which("redis-server")
-        if server is None:
-            raise RuntimeError("redis-server not found: install the Redis server package (redis-server)")
-        self.root.mkdir(parents=True, exist_ok=True)
-        command = [
-            server,
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--dir", str(self.root),
+        command = redis_server_command(self.root, self.port) + [
             "--cluster-enabled", "yes",
             "--cluster-config-file", "nodes.conf",
             "--cluster-node-timeout", str(NODE_TIMEOUT_MS),

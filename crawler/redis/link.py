@@ -235,10 +235,12 @@ class Attempt:
         if ops[0].run is not None:
             try:
                 self.answered.append((ops[0], _checked(ops[0].run(client))))
-            except redis.ResponseError as exc:
-                if not is_missing_script(exc):
-                    raise
-                return ops
+            except REDIS_ERRORS:
+                raise
+            except Exception as exc:  # whatever it was: logged, and the I/O thread goes on
+                if is_missing_script(exc):
+                    return ops
+                self.answered.append((ops[0], _checked(exc)))
             return []
         with client.pipeline(transaction=False) as pipe:
             for op in ops:

@@ -289,6 +289,11 @@ class FrontierStore:
     def domain_key(self, domain: str) -> str:
         return self.domain_part(domain, "d", domain)
 
+    def seen_key(self, domain: str) -> str:
+        """Where the seen marks of a domain's requests lie: in its shard, so that the script
+        queues a request and marks it seen in one step in one slot."""
+        return self.domain_part(domain, "seen")
+
     # --- inspection --------------------------------------------------------------------------
     def domains(self) -> list[dict[str, Any]]:
         """Per domain: queued requests, ready time, block, delay, concurrency, holders."""
