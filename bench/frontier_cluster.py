@@ -8,12 +8,15 @@ the tests start it, and one plain ``redis-server``), each in a directory of its 
 stopped by their PIDs. The same link requests (``bench.frontier_memory``: realistic URLs on
 ``--sites`` sites) are queued through the shared frontier, each marked in the exact seen filter
 of its domain's shard in the same step, in pipelines of 1,000 (as a worker's link sends them).
-Memory is each master's ``used_memory`` after, minus before.
+Memory is each master's ``used_memory`` after, minus before. Then ``--sample`` requests are
+handed out one at a time (a pop from the shards in turn, its slot finished and its lease
+acknowledged: three script calls, synchronous), timed.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -65,6 +68,24 @@ def push_all(client: Any, count: int, sites: int, shards: int) -> float:
     return seconds
 
 
+def hand_out(client: Any, shards: int, sample: int) -> list[float]:
+    """Seconds of each of ``sample`` hand-outs (a pop of one request from the shards in turn, as
+    workers ask them, and its acknowledgement)."""
+    frontier = FrontierStore(
+        client, PREFIX, FrontierConfig(default_delay=0.0, default_concurrency=10**9, robots=False), shards=shards
+    )
+    times = []
+    for n in range(sample):
+        started = time.perf_counter()
+        batch = frontier.pop_many(1, shard=frontier.shards[n % shards])
+        for popped in batch.popped:
+            key = popped.request.partition("\t")[0]
+            frontier.finish(popped.domain, key)
+            frontier.ack([key], popped.domain)
+        times.append(time.perf_counter() - started)
+    return times
+
+
 def crawl_keys(node: redis.Redis) -> int:
     patterns = (f"{PREFIX}:*", shard_pattern(PREFIX))
     return sum(1 for pattern in patterns for _ in node.scan_iter(match=pattern, count=1000))
@@ -79,6 +100,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=200_000)
     parser.add_argument("--sites", type=int, default=1_000)
     parser.add_argument("--shards", type=int, default=16)
+    parser.add_argument("--sample", type=int, default=2_000, help="hand-outs timed")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         cluster = RedisCluster(Path(folder) / "cluster").start()
@@ -94,6 +116,8 @@ def main() -> None:
             single_before = used_memory(single_client)
             single_seconds = push_all(single_client, options.count, options.sites, options.shards)
             single_memory = used_memory(single_client) - single_before
+            cluster_times = hand_out(ClusterClient.from_url(cluster.url), options.shards, options.sample)
+            single_times = hand_out(single_client, options.shards, options.sample)
             print(f"{options.count:,} requests over {options.sites:,} sites, {options.shards} shards")
             total = 0
             for master in masters:
@@ -107,9 +131,19 @@ def main() -> None:
                 f"({single_memory / options.count:,.0f} bytes a request), {options.count / single_seconds:,.0f} pushes/s; "
                 f"cluster/single: memory {total / single_memory:.2f}, pushes/s {single_seconds / cluster_seconds:.2f}"
             )
+            print(
+                f"hand-out + ack of {options.sample:,}, median / p99: cluster {_ms(cluster_times)}, "
+                f"single Redis {_ms(single_times)}; cluster/single medians "
+                f"{statistics.median(cluster_times) / statistics.median(single_times):.2f}"
+            )
         finally:
             single.stop()
             cluster.stop()
+
+
+def _ms(times: list[float]) -> str:
+    ordered = sorted(times)
+    return f"{statistics.median(ordered) * 1e3:.2f} / {ordered[int(len(ordered) * 0.99)] * 1e3:.2f} ms"
 
 
 if __name__ == "__main__":

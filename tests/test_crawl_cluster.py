@@ -5,6 +5,7 @@ dropping anything. Asserted from the test web's request log, the rows and the wo
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
 from collections import Counter, defaultdict
@@ -12,9 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis.asyncio
 from redis.cluster import RedisCluster as ClusterClient
+from scrapy.settings import Settings
 
+from crawler.redis.connection import async_redis_client, redis_client
 from crawler.redis.shards import shard_pattern
+from tests.conftest import REDIS_URL
 from tests.helpers import (
     Database,
     crawl_keys,
@@ -171,3 +176,28 @@ def test_a_master_killed_mid_crawl_is_followed_to_its_promoted_replica(
     assert any("Redis unavailable" in output for output in outputs)  # the workers noticed, paused
     duplicates = _assert_polite_and_whole(sites, postgres_database, allowed_duplicates=leased)
     print(f"{duplicates} duplicate fetches, {leased} requests leased at the kill")
+
+
+def test_the_client_is_a_cluster_client_where_the_server_is_a_cluster_node(cluster: RedisCluster) -> None:
+    single_url = REDIS_URL
+
+    def settings(url: str, mode: str) -> Settings:
+        return Settings({"REDIS_URL": url, "CRAWLER_REDIS_CLUSTER": mode, "CRAWLER_REDIS_TIMEOUT": 5.0})
+
+    assert isinstance(redis_client(settings(cluster.url, "auto")), ClusterClient)
+    assert isinstance(redis_client(settings(cluster.url, "on")), ClusterClient)
+    assert not isinstance(redis_client(settings(cluster.url, "off")), ClusterClient)
+    assert not isinstance(redis_client(settings(single_url, "auto")), ClusterClient)
+
+    async def asyncio_clients() -> list[object]:
+        clients = [await async_redis_client(settings(url, "auto"), url) for url in (cluster.url, single_url)]
+        await clients[0].set("crawler:{api}:probe", 1)  # any node answers for any key
+        for client in clients:
+            await client.aclose()
+        return clients
+
+    cluster_client, single_client = asyncio.run(asyncio_clients())
+    assert isinstance(cluster_client, redis.asyncio.RedisCluster)
+    assert not isinstance(single_client, redis.asyncio.RedisCluster)
+    with pytest.raises(ValueError, match="CRAWLER_REDIS_CLUSTER"):
+        redis_client(settings(cluster.url, "maybe"))

@@ -34,7 +34,13 @@ def register_script(client: Any, source: str) -> Script:
 
 def call_script(script: Script, keys: Sequence[Any], args: Sequence[Any], client: Any = None) -> Any:
     """Run ``script`` (or, with a pipeline as ``client``, queue it there)."""
-    if isinstance(client, (Pipeline, ClusterPipeline)):
+    if isinstance(client, ClusterPipeline):
+        # Routed by its first key here: left to itself, the pipeline asks the server for each
+        # command's keys (COMMAND GETKEYS), one round trip a command. A slot moved since is
+        # followed (MOVED) as for any command.
+        node = client.get_node_from_key(keys[0])
+        return client.execute_command("EVALSHA", script.sha, len(keys), *keys, *args, target_nodes=node)
+    if isinstance(client, Pipeline):
         return client.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
     return script(keys=list(keys), args=list(args), client=client)
 

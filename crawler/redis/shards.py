@@ -1,5 +1,5 @@
 """A shared crawl's frontier split into a fixed number of shards, each under a hash tag of its
-own (``crawler:{CRAWL:s7}``), so that a Redis Cluster spreads one crawl over every master. A
+own (``crawler:{CRAWL:s7.N}``), so that a Redis Cluster spreads one crawl over every master. A
 domain belongs to one shard for the crawl's life (a stable hash of its name): its queue, state,
 slots, delayed retries and seen marks, with the shard's part of the crawl-wide structures (ready
 index, leases, counters), lie in one slot, so each call of the frontier script stays atomic.
