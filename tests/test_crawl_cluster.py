@@ -11,6 +11,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import redis.asyncio
@@ -131,12 +132,18 @@ def test_three_workers_on_a_cluster_spread_the_crawl_over_every_master(
         wait_until(lambda: len(sites.log()) > HOSTS * PAGES // 2, 90, "half the crawl fetched")
         masters = cluster.masters()
         assert len(masters) == 3
+        # Where each site's state should lie: the master owning the slot of its shard.
+        store = crawl_store(client, crawl_name)
+        expected = Counter(
+            client.get_node_from_key(store.domain_key(urlsplit(sites.url(label)).netloc)).port for label in sites.specs
+        )
         for master in masters:
             keys = _crawl_keys_on(master, crawl_name)
             domains = sum(b"}:d:" in key for key in keys)
             memory = master.client().info("memory")["used_memory"]
             print(f"master {master.address}: {len(keys)} keys of the crawl, {domains} domains, used_memory {memory}")
-            assert domains > 0, (master.address, keys[:10])
+            assert domains == expected[master.port], (master.address, expected)
+            assert len(keys) > domains  # every shard's counters and marks: every master holds part of the crawl
         shown = run_scrapy(postgres_database, "frontier", crawl_name, "-s", f"REDIS_URL={cluster.url}")
         assert shown.returncode == 0 and f"crawl {crawl_name}: " in shown.stdout, shown.stderr[-3000:]
     finally:
