@@ -34,6 +34,7 @@ from scrapy_redis.queue import PriorityQueue
 from crawler.frontier.codec import RequestCodec
 from crawler.frontier.priority import request_priority
 from crawler.frontier.queue_redis import QueueEntry
+from crawler.politeness.slots import domain_key
 from crawler.redis.store import FrontierConfig, FrontierStore
 from crawler.seen.exact import ExactSeenFilter
 from crawler.settings import CRAWLER_REDIS_LOCAL_META_KEYS, CRAWLER_REDIS_META_KEYS
@@ -72,10 +73,12 @@ def measure(client: redis.Redis, count: int, push: object) -> float:
 
 def ours(client: redis.Redis, spider: PageSpider, crawler) -> tuple[FrontierStore, object]:
     frontier = FrontierStore(
-        client, "crawler:bench", FrontierConfig(default_delay=0.0, default_concurrency=10**9, robots=False)
+        client, "crawler:{bench}", FrontierConfig(default_delay=0.0, default_concurrency=10**9, robots=False)
     )
     codec = RequestCodec(spider, CRAWLER_REDIS_META_KEYS, CRAWLER_REDIS_LOCAL_META_KEYS)
-    seen = ExactSeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter)
+    seen = ExactSeenFilter(
+        client, frontier.key("seen"), crawler.request_fingerprinter, place=lambda r: frontier.seen_key(domain_key(r))
+    )
 
     def push(count: int) -> None:
         for request in link_requests(spider, count):
@@ -107,24 +110,21 @@ def million(client: redis.Redis, frontier: FrontierStore, push: object, count: i
         f"({memory / count:.0f} bytes per URL, with the seen filter)"
     )
     tenth = count // 10
-    rates, popped, acks = [], 0, []
+    rates, popped = [], 0
     slice_started = time.monotonic()
     while True:
         answer = frontier.pop()
         if answer.kind != "request":
             break
-        acks.append(answer.request.partition("\t")[0])
-        frontier.finish(answer.domain, acks[-1])
-        if len(acks) == 100:
-            frontier.ack(acks)
-            acks = []
+        key = answer.request.partition("\t")[0]
+        frontier.finish(answer.domain, key)
+        frontier.ack([key], answer.domain)
         popped += 1
         if popped % tenth == 0:
             now = time.monotonic()
             rates.append(tenth / (now - slice_started))
             print(f"  popped {popped:>9,}: {rates[-1]:,.0f} pops/s over the last {tenth:,}")
             slice_started = now
-    frontier.ack(acks)
     print(
         f"popped {popped:,} of {count:,}; pops/s per tenth: median {statistics.median(rates):,.0f}, "
         f"min {min(rates):,.0f}, max {max(rates):,.0f} (min/max {min(rates) / max(rates):.2f})"

@@ -27,6 +27,7 @@ from scrapy.utils.test import get_crawler
 from bench.frontier_memory import link_requests
 from crawler.frontier.codec import RequestCodec
 from crawler.frontier.queue_redis import QueueEntry
+from crawler.politeness.slots import domain_key
 from crawler.redis.store import FrontierConfig, FrontierStore
 from crawler.seen.bloom import BloomSeenFilter
 from crawler.seen.bloom_shape import BloomShape
@@ -61,7 +62,7 @@ def hand_out(frontier: FrontierStore, sample: int) -> list[float]:
         popped = batch.popped[0]
         key = popped.request.partition("\t")[0]
         frontier.finish(popped.domain, key)
-        frontier.ack([key])
+        frontier.ack([key], popped.domain)
         times.append(time.perf_counter() - started)
     return times
 
@@ -83,13 +84,17 @@ def main() -> None:
             client = redis.Redis.from_url(server.url)
             config = FrontierConfig(default_delay=0.0, default_concurrency=10**9, robots=False)
             frontier = FrontierStore(client, "crawler:{scale}", config)
+
+            def place(request: Request) -> str:
+                return frontier.seen_key(domain_key(request))
+
             if options.seen == "bloom":
                 shape = BloomShape.for_capacity(options.requests, 1e-6)
                 seen = BloomSeenFilter(
-                    client, frontier.key("seen"), crawler.request_fingerprinter, shape, use_module=False
+                    client, frontier.key("seen"), crawler.request_fingerprinter, shape, use_module=False, place=place
                 )
             else:
-                seen = ExactSeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter)
+                seen = ExactSeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter, place=place)
             before = int(client.info("memory")["used_memory"])
             tenth = options.requests // 10
             queued, medians = 0, []

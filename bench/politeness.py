@@ -33,7 +33,7 @@ from pathlib import Path
 import redis
 
 from crawler.redis.keys import delete_matching
-from tests.helpers import scrapy_command
+from tests.helpers import forget_crawl, scrapy_command
 from tests.testweb import TestWeb
 from tests.testweb.control import LoggedRequest
 
@@ -72,7 +72,7 @@ def _run_ours(urls: list[str], seconds: float, database: str, processes: int = 1
         command += ["-s", f"{name}={value}"]
     _run_all([command] * processes, ROOT, {**os.environ, "PYTHONPATH": str(ROOT)})
     if processes > 1:
-        _clear_redis(f"crawler:{{{crawl}}}:*")
+        forget_crawl(redis.Redis.from_url(REDIS_URL), crawl)
 
 
 def _run_stock(urls: list[str], seconds: float, workdir: str, processes: int = 1) -> None:

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import redis
 
-from crawler.redis.keys import delete_matching
-from tests.helpers import Database
+from tests.helpers import Database, forget_crawl
 from tests.outage_runs import postgres_stopped, redis_blackholed
 from tests.testweb import TestWeb
 
@@ -46,7 +45,7 @@ def _silent_redis(web: TestWeb, silence: float, root: Path) -> None:
             settings={"CRAWLER_LEASE_SECONDS": "10"},
         )
     finally:
-        delete_matching(redis.Redis(*REDIS_ADDRESS), f"crawler:{{{crawl}}}:*")
+        forget_crawl(redis.Redis(*REDIS_ADDRESS), crawl)
     (log,) = run.logs
     beats = run.heartbeats_during_outage()
     print(
@@ -73,7 +72,7 @@ def _stopped_postgres(web: TestWeb, outage: float, lease: float, root: Path) -> 
             settings={"REDIS_URL": "redis://{}:{}/0".format(*REDIS_ADDRESS), "CRAWLER_LEASE_SECONDS": str(lease)},
         )
     finally:
-        delete_matching(redis.Redis(*REDIS_ADDRESS), f"crawler:{{{crawl}}}:*")
+        forget_crawl(redis.Redis(*REDIS_ADDRESS), crawl)
     print(
         f"PostgreSQL stopped {outage:.0f} s, leases {lease:.0f} s, 2 workers: "
         f"{len(run.fetched_twice)} pages fetched twice {run.fetched_twice[:5]}; "

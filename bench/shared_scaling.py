@@ -22,8 +22,7 @@ from pathlib import Path
 import psycopg
 import redis
 
-from crawler.redis.keys import delete_matching
-from tests.helpers import scrapy_command
+from tests.helpers import forget_crawl, scrapy_command
 from tests.testweb import TestWeb
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +56,7 @@ def _crawl(processes: int, seeds: list[str], web: TestWeb, hosts: list[str]) -> 
     finally:
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
-        delete_matching(redis.Redis.from_url(REDIS_URL), f"crawler:{{{crawl}}}:*")
+        forget_crawl(redis.Redis.from_url(REDIS_URL), crawl)
     log = [entry for host in hosts for entry in web.log(host) if entry.status == 200]
     return len(log), max(e.end for e in log) - min(e.start for e in log)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import cached_property
 
+from scrapy import Request
 from scrapy.crawler import Crawler
 
 from crawler.guard.checker import AddressGuard
@@ -27,6 +28,7 @@ from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.politeness.overrides import ControlTable, parse_overrides
 from crawler.politeness.policy import Policy
+from crawler.politeness.slots import domain_key
 from crawler.redis.connection import CrawlRedis, redis_enabled
 from crawler.robots.cache_redis import RedisRobotsCache
 from crawler.robots.service import RobotsService
@@ -146,14 +148,23 @@ class CrawlServices:
             return None
         settings, client, key = self.settings, self.redis.client, self.redis.key("seen")
         fingerprinter, debug = self.crawler.request_fingerprinter, settings.getbool("DUPEFILTER_DEBUG")
+        store = self.redis.store
+
+        def place(request: Request) -> str:
+            return store.seen_key(domain_key(request))
+
         kind = settings.get("CRAWLER_SEEN_FILTER")
         if kind == "exact":
-            return ExactSeenFilter(client, key, fingerprinter, debug)
+            return ExactSeenFilter(client, key, fingerprinter, debug, place)
         if kind == "bloom":
-            shape = BloomShape.for_capacity(
-                settings.getint("CRAWLER_BLOOM_CAPACITY"), settings.getfloat("CRAWLER_BLOOM_ERROR_RATE")
+            # Each shard a filter of its share of the capacity.
+            capacity = max(1, settings.getint("CRAWLER_BLOOM_CAPACITY") // len(store.shards))
+            shape = BloomShape.for_capacity(capacity, settings.getfloat("CRAWLER_BLOOM_ERROR_RATE"))
+            use_module = has_bloom_module(client)
+            places = [f"{shard}:seen" for shard in store.shards]
+            return BloomSeenFilter(
+                client, key, fingerprinter, shape, use_module=use_module, debug=debug, place=place, places=places
             )
-            return BloomSeenFilter(client, key, fingerprinter, shape, use_module=has_bloom_module(client), debug=debug)
         raise ValueError(f"CRAWLER_SEEN_FILTER must be 'exact' or 'bloom', not {kind!r}")
 
     @cached_property

@@ -286,10 +286,13 @@ CRAWLER_REDIS_LOCAL_META_KEYS = ["discovery", "soft_404_probe"]
 CRAWLER_SEEN_FILTER = "exact"
 CRAWLER_BLOOM_CAPACITY = 10_000_000
 CRAWLER_BLOOM_ERROR_RATE = 1e-6
-# Redis off the reactor: leased requests popped ahead, retries of a Redis outage, the delivery
+# Redis off the reactor: leased requests popped ahead, retries of a Redis outage, whether
+# REDIS_URL names a node of a Redis Cluster (auto: asked), the frontier's shards, the delivery
 # cap, the time a worker waits for Redis at its end, dead crawls reclaimed.
 CRAWLER_REDIS_PREFETCH = 4
 CRAWLER_REDIS_RETRY_SECONDS = 1.0
+CRAWLER_REDIS_CLUSTER = "auto"
+CRAWLER_REDIS_SHARDS = 16
 CRAWLER_REDIS_CLOSE_TIMEOUT = 10.0
 CRAWLER_MAX_DELIVERIES = 5
 CRAWLER_CRAWL_REAP_SECONDS = 600.0

@@ -23,9 +23,8 @@ import pytest
 import redis
 from playwright.sync_api import Browser
 
-from crawler.redis.keys import delete_matching
 from tests.browser import chromium
-from tests.helpers import Database, FakeClock, crawl_keys
+from tests.helpers import Database, FakeClock, forget_crawl
 from tests.testweb import TestWeb
 
 if TYPE_CHECKING:
@@ -206,7 +205,7 @@ def crawl_name(redis_client: redis.Redis) -> Iterator[str]:
     """A crawl id of its own, whose keys are deleted afterwards."""
     name = f"test-{uuid.uuid4().hex[:12]}"
     yield name
-    delete_matching(redis_client, f"{crawl_keys(name)}:*")
+    forget_crawl(redis_client, name)
 
 
 PAIRED_STACKS = {("sqlite", "in-process"), ("postgresql", "redis")}

@@ -20,7 +20,8 @@ from scrapy import Spider
 
 import crawler.settings
 from crawler.politeness.policy import DomainState, Policy
-from crawler.redis.store import FrontierConfig, FrontierStore
+from crawler.redis.shards import recorded_count
+from crawler.redis.store import DEFAULT_SHARDS, FrontierConfig, FrontierStore
 from crawler.settings import LOGSTATS_INTERVAL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,6 +169,17 @@ def finish_all(workers: list[subprocess.Popen[bytes]], logs: list[Path], timeout
 def crawl_keys(name: str) -> str:
     """The key prefix of a shared crawl (its id a Redis Cluster hash tag)."""
     return f"crawler:{{{name}}}"
+
+
+def crawl_store(client: Any, name: str) -> FrontierStore:
+    """The frontier of shared crawl ``name``, with the shard count its workers recorded."""
+    prefix = crawl_keys(name)
+    return FrontierStore(client, prefix, shards=recorded_count(client, f"{prefix}:shards", DEFAULT_SHARDS))
+
+
+def forget_crawl(client: Any, name: str) -> None:
+    """Delete every key of shared crawl ``name`` (its shards' too)."""
+    FrontierStore(client, crawl_keys(name)).delete_all(keep=set())
 
 
 def policy_store(client: Any, crawl: str, policy: Policy, clock: Callable[[], float], **config: Any) -> FrontierStore:

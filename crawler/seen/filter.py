@@ -6,6 +6,7 @@ scrapy-redis's ``RFPDupeFilter``, with Scrapy's request fingerprinter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -13,6 +14,7 @@ from scrapy import Request
 from scrapy_redis.dupefilter import RFPDupeFilter
 
 from crawler.redis.keys import delete_matching
+from crawler.redis.scripts import call_script, register_script
 from crawler.redis.store import MARK_SEEN
 
 SeenMarker = tuple[str, ...]
@@ -42,23 +44,35 @@ def _module_name(module: Any) -> str:
 class MarkedSeenFilter(RFPDupeFilter):
     """A seen filter whose requests are marked by ``seen.lua``."""
 
-    def __init__(self, server: redis.Redis, key: str, fingerprinter: Any, debug: bool = False):
+    def __init__(
+        self,
+        server: redis.Redis,
+        key: str,
+        fingerprinter: Any,
+        debug: bool = False,
+        place: Callable[[Request], str] | None = None,
+    ):
         super().__init__(server, key, debug)
         self.fingerprinter = fingerprinter
-        self._mark = server.register_script(_MARK_ONE)
-        self._check = server.register_script(_CHECK_ONE)
+        self.place = place or (lambda _: key)
+        """The key under which a request's marks lie: in a shared crawl, the ``seen`` of its
+        domain's shard of the frontier, so that queuing it and marking it seen stay one atomic
+        step in one slot of a cluster."""
+        self._mark = register_script(server, _MARK_ONE)
+        self._check = register_script(server, _CHECK_ONE)
 
     def marker(self, request: Request) -> SeenMarker:
-        return self.marker_of(self.fingerprinter.fingerprint(request))
+        return self.marker_of(self.fingerprinter.fingerprint(request), self.place(request))
 
-    def marker_of(self, fingerprint: bytes) -> SeenMarker:
+    def marker_of(self, fingerprint: bytes, key: str | None = None) -> SeenMarker:
+        """The marker of a fingerprint under ``key`` (the filter's own if None)."""
         raise NotImplementedError
 
     def mark(self, marker: SeenMarker, client: Any = None) -> Any:
         """Mark a request seen (with a pipeline as ``client``, queue it there): 1 when it was
         not seen before."""
         kind, key, *values = marker
-        return self._mark(keys=[key], args=[kind, *values], client=client)
+        return call_script(self._mark, [key], [kind, *values], client)
 
     def request_seen(self, request: Request) -> bool:
         return self.mark(self.marker(request)) == 0
@@ -66,7 +80,7 @@ class MarkedSeenFilter(RFPDupeFilter):
     def contains(self, request: Request, client: Any = None) -> Any:
         """Whether ``request`` counts as seen (1), without marking it."""
         kind, key, *values = self.marker(request)
-        return self._check(keys=[key], args=[kind, *values], client=client)
+        return call_script(self._check, [key], [kind, *values], client)
 
     def clear(self) -> None:
         self.server.delete(self.key)

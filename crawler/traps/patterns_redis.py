@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from crawler.redis.link import Op, RedisLink
+from crawler.redis.scripts import call_script, register_script
 from crawler.traps.patterns_local import PatternCount, PatternCounts
 
 _FIELDS = {"queued": "q", "pages": "p", "twins": "t"}
@@ -23,7 +24,7 @@ class RedisPatternCounts(PatternCounts):
         super().__init__(max_urls, stop_after_twins)
         self.link = link
         self.key_prefix = key_prefix
-        self.script = link.client.register_script(_COUNT)
+        self.script = register_script(link.client, _COUNT)
 
     def queued(self, site: str, pattern: str) -> None:
         super().queued(site, pattern)
@@ -41,7 +42,7 @@ class RedisPatternCounts(PatternCounts):
             if totals is not None:
                 _raise(count, [int(total or 0) for total in totals])
 
-        self.link.submit(Op(send=lambda pipe: self.script(keys=[key], args=args, client=pipe), done=shared))
+        self.link.submit(Op(send=lambda pipe: call_script(self.script, [key], args, pipe), done=shared))
 
 
 def _raise(count: PatternCount, totals: list[int]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from crawler.redis.keys import as_text
 from crawler.redis.link import Op, RedisLink
+from crawler.redis.scripts import call_script, register_script
 from crawler.twins.index_local import Twin
 from crawler.twins.simhash import as_hex, blocks
 
@@ -24,7 +25,7 @@ class RedisTwinIndex:
         self.key_prefix = key_prefix
         self.max_distance = max_distance
         self.capacity = capacity
-        self.script = link.client.register_script(SCRIPT)
+        self.script = register_script(link.client, SCRIPT)
 
     async def find_or_add(self, site: str, fingerprint: int, url: str) -> Twin | None:
         fields = [f"{key:x}" for key in blocks(fingerprint, self.max_distance + 1)]
@@ -36,7 +37,7 @@ class RedisTwinIndex:
             if not answer.done():
                 answer.set_result(result)
 
-        self.link.submit(Op(send=lambda pipe: self.script(keys=[key], args=args, client=pipe), done=done))
+        self.link.submit(Op(send=lambda pipe: call_script(self.script, [key], args, pipe), done=done))
         result = await answer
         # None: the script failed and was dropped (logged by the link): no twin is better than a wrong one
         if not result or int(result[0]) < 0:
