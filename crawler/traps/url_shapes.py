@@ -74,4 +74,4 @@ def url_pattern(url: str) -> str | None:
 
 
 def is_generated(segment: str) -> bool:
-    return len(segment) >= GENERATED_LENGTH or any(char.isdigit() for char in segment)
+    return len(segment) >= GENERATED_LENGTH or any(map(str.isdigit, segment))
