@@ -37,11 +37,13 @@ from crawler.seen.bloom_shape import BloomShape
 from crawler.seen.exact import ExactSeenFilter
 from crawler.seen.filter import MarkedSeenFilter, has_bloom_module
 from crawler.storage import open_backend
+from crawler.storage.backend import StorageBackend
 from crawler.storage.outbox import CrawlStorage
 from crawler.traps.guard import TrapGuard
 from crawler.traps.patterns_local import PatternCounts
 from crawler.traps.patterns_redis import RedisPatternCounts
 from crawler.traps.url_shapes import UrlRules
+from crawler.twins.earlier_runs import StoredFingerprints
 from crawler.twins.index_local import TwinIndex
 from crawler.twins.index_redis import RedisTwinIndex
 from crawler.twins.judge import TwinJudge
@@ -188,7 +190,13 @@ class CrawlServices:
         else:
             index = RedisTwinIndex(self.redis.link, self.redis.key("twins"), distance, capacity)
             probes = RedisSoftNotFoundProbes(self.crawl_id, self.redis.link, self.redis.key("probed"))
-        return TwinJudge(index, probes, self.traps, settings.getbool("CRAWLER_TWIN_FOLLOW_LINKS"))
+        per_site = settings.getint("CRAWLER_TWIN_STORED_PER_SITE")
+        stored = StoredFingerprints(self._open_backend, per_site) if per_site else None
+        return TwinJudge(index, probes, self.traps, settings.getbool("CRAWLER_TWIN_FOLLOW_LINKS"), stored)
+
+    def _open_backend(self) -> StorageBackend | None:
+        storage = self.open_storage
+        return None if storage is None else storage.backend
 
     @property
     def storage(self) -> CrawlStorage:
