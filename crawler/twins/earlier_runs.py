@@ -39,7 +39,8 @@ class StoredFingerprints:
         read = self._reads.get(site)
         if read is None:
             read = self._reads[site] = asyncio.ensure_future(self._read(index, site))
-        await asyncio.shield(read)
+        if not read.done():  # shielded: a page given up does not end the read the others wait for
+            await asyncio.shield(read)
 
     async def _read(self, index: Index, site: str) -> int:
         backend = self.backend()
