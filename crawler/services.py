@@ -22,6 +22,8 @@ from scrapy.crawler import Crawler
 from crawler.guard.checker import AddressGuard
 from crawler.guard.resolver import address_policy, installed_resolver
 from crawler.identity.crawls import crawl_id
+from crawler.ingestion.rate import TokenBuckets
+from crawler.ingestion.rate_redis import RedisTokenBuckets
 from crawler.politeness.config import frontier_config, policy_config
 from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.limiter_redis import RedisDomainLimiter
@@ -197,6 +199,21 @@ class CrawlServices:
     def _open_backend(self) -> StorageBackend | None:
         storage = self.open_storage
         return None if storage is None else storage.backend
+
+    @cached_property
+    def ingest_rate(self) -> TokenBuckets | RedisTokenBuckets | None:
+        """How many new URLs the pages of each site may add to the frontier, counted in the
+        process or in Redis; None when ``CRAWLER_INGEST_RATE_PER_SITE`` is 0."""
+        settings = self.settings
+        rate, burst = (
+            settings.getfloat("CRAWLER_INGEST_RATE_PER_SITE"),
+            settings.getint("CRAWLER_INGEST_BURST_PER_SITE"),
+        )
+        if not rate:
+            return None
+        if self.redis is None:
+            return TokenBuckets(rate, burst)
+        return RedisTokenBuckets(self.redis.link, self.redis.key("ingest"), rate, burst)
 
     @property
     def storage(self) -> CrawlStorage:

@@ -199,6 +199,10 @@ CRAWLER_TRAP_MAX_PATH_SEGMENTS = 30
 CRAWLER_TRAP_MAX_QUERY_PARAMS = 20
 CRAWLER_TRAP_PATTERN_TWINS = 5
 CRAWLER_TRAP_PATTERN_MAX_URLS = 10_000
+# Backpressure (seed 002's ingestion controls): a page's new URLs beyond these are `skipped` rows.
+CRAWLER_INGEST_RATE_PER_SITE = 100.0
+CRAWLER_INGEST_BURST_PER_SITE = 1000
+CRAWLER_FRONTIER_MAX_PER_DOMAIN = 100_000
 
 # --- Sitemaps ----------------------------------------------------------------------------------
 CRAWLER_SITEMAP_FALLBACK_PATHS = ["/sitemap.xml", "/sitemap_index.xml"]
