@@ -4,8 +4,6 @@ URLs a page may not add to the frontier, for the site's rate or the domain's cap
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from tests.helpers import Database, crawl
@@ -16,50 +14,41 @@ pytestmark = pytest.mark.integration
 COLUMNS = ("url", "status", "error", "referrer")
 
 
-def _rows(database: Database) -> list[dict[str, Any]]:
-    return [dict(zip(COLUMNS, row)) for row in database.query(f"SELECT {', '.join(COLUMNS)} FROM pages")]
+LIMITS = {
+    # a burst of 5, then one URL in 1,000 s: the home page's first five links, and no more
+    "rate": (
+        {"CRAWLER_INGEST_RATE_PER_SITE": "0.001", "CRAWLER_INGEST_BURST_PER_SITE": "5"},
+        5,
+        "backpressure: the pages of {host} add at most 0.001 new URLs a second (5 at once)",
+    ),
+    # three queued at most: more pages are added as the frontier empties
+    "frontier cap": (
+        {"CRAWLER_FRONTIER_MAX_PER_DOMAIN": "3", "CRAWLER_INGEST_RATE_PER_SITE": "0"},
+        3,
+        "backpressure: the frontier holds 3 URLs of {host} at most",
+    ),
+}
 
 
-def _requested(web: TestWeb) -> set[str]:
-    return {entry.path for entry in web.log("heavy") if entry.path != "/robots.txt"}
-
-
-def test_a_site_adds_new_urls_at_its_rate_and_the_rest_are_skipped(
-    web: TestWeb, database: Database, frontier: dict[str, str]
+@pytest.mark.parametrize("limit", list(LIMITS))
+def test_the_new_urls_a_page_may_not_add_are_skipped_rows_saying_which_limit(
+    web: TestWeb, database: Database, frontier: dict[str, str], limit: str
 ) -> None:
+    settings, first_links, why = LIMITS[limit]
     web.clear()
-    # a burst of 5, then one URL in 1,000 s: the crawl adds the home page's first five links
-    settings = {**frontier, "CRAWLER_INGEST_RATE_PER_SITE": "0.001", "CRAWLER_INGEST_BURST_PER_SITE": "5"}
     home = web.url("heavy")
-    crawl("links", database, url=home, settings=settings)
-    rows = _rows(database)
-    site = home.split("/")[2]
-    why = f"backpressure: the pages of {site} add at most 0.001 new URLs a second (5 at once)"
+    crawl("links", database, url=home, settings={**frontier, **settings})
+    rows = [dict(zip(COLUMNS, row)) for row in database.query(f"SELECT {', '.join(COLUMNS)} FROM pages")]
+    # the home page's first links went to the frontier (one priority: the page's order)
     from_home = [row for row in rows if row["referrer"] == home]
-    admitted = {row["url"] for row in from_home if row["status"] != "skipped"}
-    assert admitted == {web.url("heavy", f"/doc/{n}") for n in range(5)}  # the page's order: one priority
+    first = {f"/doc/{n}" for n in range(first_links)}
+    assert {row["url"] for row in from_home if row["status"] != "skipped"} == {web.url("heavy", path) for path in first}
     skipped = [row for row in rows if row["status"] == "skipped"]
-    assert len(skipped) > 100 and all(row["error"] == why for row in skipped)
+    assert len(skipped) > 100 and all(row["error"] == why.format(host=home.split("/")[2]) for row in skipped)
     assert {row["status"] for row in rows} == {"fetched", "duplicate", "skipped"}  # /doc/0 is the home page
-    assert _requested(web) == {"/", *(f"/doc/{n}" for n in range(5))}
-
-
-def test_the_frontier_of_a_domain_holds_at_most_its_cap_and_the_rest_are_skipped(
-    web: TestWeb, database: Database, frontier: dict[str, str]
-) -> None:
-    web.clear()
-    settings = {**frontier, "CRAWLER_FRONTIER_MAX_PER_DOMAIN": "3", "CRAWLER_INGEST_RATE_PER_SITE": "0"}
-    home = web.url("heavy")
-    crawl("links", database, url=home, settings=settings)
-    rows = _rows(database)
-    domain = home.split("/")[2]
-    why = f"backpressure: the frontier holds 3 URLs of {domain} at most"
-    from_home = [row for row in rows if row["referrer"] == home]
-    admitted = {row["url"] for row in from_home if row["status"] != "skipped"}
-    assert admitted == {web.url("heavy", f"/doc/{n}") for n in range(3)}  # the page's order: one priority
-    skipped = [row for row in rows if row["status"] == "skipped"]
-    assert len(skipped) > 100 and all(row["error"] == why for row in skipped)
-    assert {row["status"] for row in rows} == {"fetched", "duplicate", "skipped"}
-    # more pages than the cap were fetched, as the frontier emptied; none of the skipped
-    fetched = {row["url"].removeprefix(home[:-1]) for row in rows if row["status"] != "skipped"}
-    assert len(fetched) > 4 and _requested(web) == fetched
+    requested = {entry.path for entry in web.log("heavy") if entry.path != "/robots.txt"}
+    assert requested == {row["url"].removeprefix(home[:-1]) for row in rows if row["status"] != "skipped"}
+    if limit == "rate":
+        assert requested == {"/", *first}
+    else:
+        assert len(requested) > 1 + first_links
