@@ -9,9 +9,8 @@ word for the rest. A shingle's 64 bits are two XORs of its three words' CRCs, ea
 whole bytes for its place in the shingle (``"a b c"`` is not ``"c b a"``). Held as four
 columns, the n-th byte of every word's CRC, a rotation by whole bytes is the choice of a
 column and the next word a shift by one byte, so each byte of every shingle is two XORs of
-columns, and the count of shingles with a bit set is one ``bit_count``. About 0.4 ms of CPU a
-page of the Python documentation, 3,000 words on average (``bench/twins_corpus.py``): the split
-and the CRC of each word take most of it.
+columns, and the count of shingles with a bit set is a mask and a ``bit_count``. The split and the CRC
+of each word take most of the CPU (``bench/twins_corpus.py``; docs/design-notes.md).
 """
 
 from __future__ import annotations
