@@ -2,7 +2,7 @@
 ``CRAWLER_FRONTIER_MAX_PER_DOMAIN`` queued for one domain, and at most
 ``CRAWLER_INGEST_RATE_PER_SITE`` new URLs a second from the pages of one site. A page's new
 URLs beyond either are ``skipped`` rows saying which, its lowest priorities first; a URL already
-queued is never taken back."""
+queued is never taken back (that would be a new operation of both frontiers)."""
 
 from __future__ import annotations
 

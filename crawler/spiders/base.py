@@ -272,6 +272,7 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
             yield request
         for request, why in dropped:
             self.pages_scheduled -= 1
+            self.logger.debug("Not adding %s to the frontier: %s", request.url, why)
             yield self.recorder.skipped(request, why)
 
     def _is_due(self, page: StoredPage, candidate: Candidate) -> bool:
