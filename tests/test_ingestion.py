@@ -1,5 +1,6 @@
 """Backpressure on discovered URLs: each site's token bucket, in the process (on a clock of the
-test's) and in Redis (on Redis's clock, with rates that make its answers exact)."""
+test's) and in Redis (on Redis's clock, with rates that make its answers exact); a page's new
+URLs held back lowest priority first."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import uuid
 
 import pytest
 import redis
+from scrapy import Request
+from scrapy.utils.test import get_crawler
 
 from crawler.ingestion.rate import TokenBuckets
 from crawler.ingestion.rate_redis import RedisTokenBuckets
 from crawler.redis.keys import delete_matching
 from crawler.redis.link import RedisLink
+from crawler.spiders.backpressure import Backpressure
 
 
 def test_a_site_adds_its_burst_at_once_then_its_rate_a_second() -> None:
@@ -51,3 +55,17 @@ def test_the_shared_bucket_is_the_same_bucket_for_every_process(redis_client: re
         assert 0 < redis_client.ttl(f"{prefix}:c.test") <= 2  # gone once the bucket is full again
     finally:
         delete_matching(redis_client, f"{prefix}:*")
+
+
+def test_a_pages_lowest_priorities_are_held_back_first() -> None:
+    crawler = get_crawler()
+    held = Backpressure()
+    held.crawler = crawler
+    held.ingest_rate, held.frontier_counts, held.frontier_cap = TokenBuckets(rate=0.001, burst=3), None, 0
+    requests = [
+        Request(f"http://a.test/{n}", priority=priority) for n, priority in enumerate([100, 300, 200, 300, 200])
+    ]
+    admitted, dropped = asyncio.run(held.admitted("http://a.test/", requests))
+    assert [request.url for request in admitted] == ["http://a.test/1", "http://a.test/3", "http://a.test/2"]
+    assert [request.url for request, _ in dropped] == ["http://a.test/4", "http://a.test/0"]
+    assert crawler.stats.get_value("backpressure/skipped/rate") == 2
