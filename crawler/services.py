@@ -23,6 +23,8 @@ from scrapy.crawler import Crawler
 from crawler.guard.checker import AddressGuard
 from crawler.guard.resolver import address_policy, installed_resolver
 from crawler.identity.crawls import crawl_id
+from crawler.ingestion.rate import TokenBuckets
+from crawler.ingestion.rate_redis import RedisTokenBuckets
 from crawler.politeness.config import frontier_config, policy_config
 from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.limiter_redis import RedisDomainLimiter
@@ -39,11 +41,13 @@ from crawler.seen.bloom_shape import BloomShape
 from crawler.seen.exact import ExactSeenFilter
 from crawler.seen.filter import MarkedSeenFilter, has_bloom_module
 from crawler.storage import open_backend
+from crawler.storage.backend import StorageBackend
 from crawler.storage.outbox import CrawlStorage
 from crawler.traps.guard import TrapGuard
 from crawler.traps.patterns_local import PatternCounts
 from crawler.traps.patterns_redis import RedisPatternCounts
 from crawler.traps.url_shapes import UrlRules
+from crawler.twins.earlier_runs import StoredFingerprints
 from crawler.twins.index_local import TwinIndex
 from crawler.twins.index_redis import RedisTwinIndex
 from crawler.twins.judge import TwinJudge
@@ -199,7 +203,28 @@ class CrawlServices:
         else:
             index = RedisTwinIndex(self.redis.link, self.redis.key("twins"), distance, capacity)
             probes = RedisSoftNotFoundProbes(self.crawl_id, self.redis.link, self.redis.key("probed"))
-        return TwinJudge(index, probes, self.traps, settings.getbool("CRAWLER_TWIN_FOLLOW_LINKS"))
+        per_site = settings.getint("CRAWLER_TWIN_STORED_PER_SITE")
+        stored = StoredFingerprints(self._open_backend, per_site) if per_site else None
+        return TwinJudge(index, probes, self.traps, settings.getbool("CRAWLER_TWIN_FOLLOW_LINKS"), stored)
+
+    def _open_backend(self) -> StorageBackend | None:
+        storage = self.open_storage
+        return None if storage is None else storage.backend
+
+    @cached_property
+    def ingest_rate(self) -> TokenBuckets | RedisTokenBuckets | None:
+        """How many new URLs the pages of each site may add to the frontier, counted in the
+        process or in Redis; None when ``CRAWLER_INGEST_RATE_PER_SITE`` is 0."""
+        settings = self.settings
+        rate, burst = (
+            settings.getfloat("CRAWLER_INGEST_RATE_PER_SITE"),
+            settings.getint("CRAWLER_INGEST_BURST_PER_SITE"),
+        )
+        if not rate:
+            return None
+        if self.redis is None:
+            return TokenBuckets(rate, burst)
+        return RedisTokenBuckets(self.redis.link, self.redis.key("ingest"), rate, burst)
 
     @property
     def storage(self) -> CrawlStorage:

@@ -18,7 +18,19 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     (
         "concepts",
         frozenset(
-            {"politeness", "robots", "seen", "scope", "guard", "recrawl", "outcomes", "control", "traps", "twins"}
+            {
+                "politeness",
+                "robots",
+                "seen",
+                "scope",
+                "guard",
+                "recrawl",
+                "outcomes",
+                "control",
+                "traps",
+                "twins",
+                "ingestion",
+            }
         ),
     ),
     ("services", frozenset({"services"})),

@@ -140,3 +140,29 @@ def test_a_recrawl_keeps_unchanged_pages_unchanged_never_twins_of_themselves(
             assert row["duplicate_of"] == first[path]["duplicate_of"] and row["body"] is None
     for broken in TrapSite.BROKEN:  # judged again, as nothing good was stored
         assert second[broken]["status"] == "filtered" and second[broken]["error"].startswith("soft 404: ")
+
+
+def test_a_recrawl_finds_the_twin_of_a_page_stored_by_the_run_before(
+    web: TestWeb, database: Database, frontier: dict[str, str]
+) -> None:
+    """The original is not fetched again: the twin is recognised against its stored fingerprint."""
+    original, (copy, _) = "/about", TrapSite.LISTED_COPIES
+    web.clear()
+    crawl("links", database, url=web.url("traps", original), max_pages="1", settings=frontier)
+    assert _rows(database, web)[original]["status"] == "fetched"
+    web.clear()
+    crawl("links", database, url=web.url("traps", copy), max_pages="1", job_id="again", settings=frontier)
+    assert [entry.path for entry in web.log("traps") if entry.path != "/robots.txt"] == [copy]
+    rows = _rows(database, web)
+    assert rows[copy]["status"] == "duplicate" and rows[copy]["duplicate_of"] == web.url("traps", original)
+    assert rows[copy]["error"].startswith(f"twin of {web.url('traps', original)} (SimHash ")
+    assert rows[original]["status"] == "fetched"
+
+
+def test_stored_fingerprints_can_be_left_unread(web: TestWeb, database: Database) -> None:
+    original, (copy, _) = "/about", TrapSite.LISTED_COPIES
+    web.clear()
+    crawl("links", database, url=web.url("traps", original), max_pages="1")
+    settings = {"CRAWLER_TWIN_STORED_PER_SITE": "0"}
+    crawl("links", database, url=web.url("traps", copy), max_pages="1", job_id="again", settings=settings)
+    assert _rows(database, web)[copy]["status"] == "fetched"  # as before the fingerprints were read

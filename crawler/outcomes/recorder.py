@@ -170,6 +170,12 @@ class OutcomeRecorder:
         item.error = reason
         return item
 
+    def skipped(self, request: Request, reason: str) -> PageItem:
+        """The row of a URL the crawl found but does not fetch now."""
+        item = self.base(request, "skipped")
+        item.error = reason
+        return item
+
     def sitemap(self, response: Response, entries: int, problems: list[str]) -> PageItem:
         item = self.base(response.request, "sitemap")
         self._describe_response(item, response)

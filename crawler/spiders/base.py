@@ -32,6 +32,7 @@ from crawler.outcomes import OutcomeRecorder
 from crawler.recrawl.schedule import RevisitPolicy, RevisitSchedule
 from crawler.recrawl.stored import StoredPage, StoredPages, history_of
 from crawler.services import CrawlServices
+from crawler.spiders.backpressure import Backpressure
 from crawler.spiders.twins import TrapsAndTwins
 from crawler.storage import StorageUnavailable
 from crawler.storage.pages import QUERY_SIZE
@@ -65,7 +66,7 @@ class Candidate:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-class BaseCrawlSpider(TrapsAndTwins, Spider):
+class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
     ARGUMENTS = ("url", "seeds_file", "job_id", "crawl", *ARGUMENT_SETTINGS)
     """The spider arguments (``-a NAME=VALUE``) the crawl understands; scrapyd adds its own, which
     start with ``_``."""
@@ -134,6 +135,7 @@ class BaseCrawlSpider(TrapsAndTwins, Spider):
         self.conditional = settings.getbool("CRAWLER_RECRAWL_CONDITIONAL")
         self.ignored_extensions = extension_set(settings.getlist("CRAWLER_IGNORED_EXTENSIONS"))
         self.configure_twins(self.services, settings)
+        self.configure_backpressure(self.services, settings)
 
     def seed_urls(self, seeds: Iterable[str] | None = None, trusted: bool = True) -> Iterator[str]:
         """The seeds (the spider's, or ``seeds`` added while it runs) in normal form, each added
@@ -230,6 +232,7 @@ class BaseCrawlSpider(TrapsAndTwins, Spider):
                     batch.setdefault(candidate.url, candidate)
             stored = await self._stored_pages(batch)
             not_due: list[Candidate] = []
+            found: dict[str, list[Request]] = {}
             async for candidate in in_turns(batch.values()):
                 if candidate.url in self.seen:  # scheduled while the stored state was read or built
                     continue
@@ -251,10 +254,26 @@ class BaseCrawlSpider(TrapsAndTwins, Spider):
                         stored=page,
                         **candidate.meta,
                     )
-                    if request is not None:
+                    if isinstance(request, Request) and candidate.via == "link" and candidate.referrer:
+                        found.setdefault(candidate.referrer, []).append(request)
+                    elif request is not None:
                         yield request
+            for source, requests in found.items():
+                async for output in self._admit(source, requests):
+                    yield output
             if not_due and self.follows_links:
                 pending.extend(await self._stored_link_candidates(not_due))
+
+    async def _admit(self, source: str, requests: list[Request]) -> AsyncIterator[Request | PageItem]:
+        """The links the page at ``source`` found that go to the frontier, and a ``skipped`` row
+        for each of the others (outside the budget: nothing is downloaded)."""
+        admitted, dropped = await self.admitted(source, requests)
+        for request in admitted:
+            yield request
+        for request, why in dropped:
+            self.pages_scheduled -= 1
+            self.logger.debug("Not adding %s to the frontier: %s", request.url, why)
+            yield self.recorder.skipped(request, why)
 
     def _is_due(self, page: StoredPage, candidate: Candidate) -> bool:
         lastmod = candidate.meta.get("sitemap_lastmod")

@@ -46,6 +46,17 @@ async def stored_links(backend: StorageBackend, urls: Iterable[str]) -> dict[str
     return {url: row[0] for url, row in (await _by_url(backend, urls, links, f"{links} IS NOT NULL")).items()}
 
 
+async def kept_fingerprints(backend: StorageBackend, domains: Sequence[str], limit: int) -> list[tuple[str, str]]:
+    """The URL and SimHash of at most ``limit`` pages of ``domains`` kept as pages of their own
+    (not twins), first stored first."""
+    sql = (
+        f"SELECT url, simhash FROM pages WHERE domain IN ({_marks(list(domains))})"
+        " AND status IN ('fetched', 'unchanged') AND simhash IS NOT NULL AND duplicate_of IS NULL"
+        f" ORDER BY id LIMIT {int(limit)}"
+    )
+    return [(url, simhash) for url, simhash in await backend.execute(sql, list(domains))]
+
+
 async def _by_url(
     backend: StorageBackend, urls: Iterable[str], columns: str, condition: str = "TRUE"
 ) -> dict[str, tuple[Any, ...]]:

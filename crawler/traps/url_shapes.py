@@ -5,6 +5,7 @@ the counts of ``patterns_local`` follow. Pure functions, no state."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 LONGEST_REPEATED_RUN = 3
@@ -55,6 +56,7 @@ def repeated_run(segments: list[str]) -> tuple[list[str], int]:
     return best
 
 
+@lru_cache(maxsize=16_384)  # a URL's pattern is asked when it is found, queued, sent and judged
 def url_pattern(url: str) -> str | None:
     """The URLs a site may generate without end have one pattern: the path up to its first
     generated segment (one with a digit, or a long token), that segment as ``*``; for a path
@@ -74,4 +76,4 @@ def url_pattern(url: str) -> str | None:
 
 
 def is_generated(segment: str) -> bool:
-    return len(segment) >= GENERATED_LENGTH or any(char.isdigit() for char in segment)
+    return len(segment) >= GENERATED_LENGTH or any(map(str.isdigit, segment))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from crawler.identity import site_of
 from crawler.items import PageItem
 from crawler.traps.guard import TrapGuard
+from crawler.twins.earlier_runs import StoredFingerprints
 from crawler.twins.index_local import Twin, TwinIndex
 from crawler.twins.index_redis import RedisTwinIndex
 from crawler.twins.probe import SoftNotFoundProbes
@@ -24,17 +25,22 @@ class TwinJudge:
         probes: SoftNotFoundProbes,
         guard: TrapGuard | None,
         follow_twins: bool,
+        stored: StoredFingerprints | None = None,
     ):
         self.index = index
         self.probes = probes
         self.guard = guard
         self.follow_twins = follow_twins
+        self.stored = stored
 
     async def judge(self, item: PageItem, seed: bool = False) -> Twin | None:
         """Mark ``item`` (a fetched page's row) as what it is; its twin, if it has one."""
         if item.simhash is None or item.status not in JUDGED_STATUSES:
             return None
-        twin = await self.index.find_or_add(site_of(item.url), int(item.simhash, 16), item.url)
+        site = site_of(item.url)
+        if self.stored is not None:
+            await self.stored.read_into(self.index, site)
+        twin = await self.index.find_or_add(site, int(item.simhash, 16), item.url)
         soft_404 = twin is not None and self.probes.is_probe(twin.url)
         if soft_404 and seed:  # a seed is crawled whatever it says
             twin = None
