@@ -64,6 +64,7 @@ class ClusterNode(ServerProcess):
             "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
             "--appendonly", "no",
             "--save", "",
+            "--repl-diskless-sync-delay", "0",  # a replica's first sync at once, not 5 s later
             "--daemonize", "no",
         ]  # fmt: skip
         return self._launch(command, self.root / "redis.log", listening("127.0.0.1", self.port))
@@ -112,7 +113,9 @@ class RedisCluster:
         return self
 
     def wait_until_ok(self, timeout: float = 30) -> None:
-        """Until every live node says the cluster is ok and agrees on three masters."""
+        """Until every live node says the cluster is ok and agrees on three masters, and every
+        replica has its master's data: a replica still in its first sync never takes over (it
+        counts as disconnected from its master for longer than allowed)."""
         deadline = time.monotonic() + timeout
         while True:
             if all(self._ok(node) for node in self.nodes if node._process is not None):
@@ -127,7 +130,10 @@ class RedisCluster:
             info = node.client().cluster("info")
         except redis.RedisError:
             return False
-        return info.get("cluster_state") == "ok" and int(info.get("cluster_size", 0)) == 3
+        if info.get("cluster_state") != "ok" or int(info.get("cluster_size", 0)) != 3:
+            return False
+        replication = node.client().info("replication")
+        return replication.get("role") == "master" or replication.get("master_link_status") == "up"
 
     def masters(self) -> list[ClusterNode]:
         """The live nodes that are masters now."""

@@ -115,6 +115,18 @@ class RedisLink:
         assert self._wakeup is not None
         self._wakeup.set()
 
+    async def answer(self, send: Callable[[Pipeline], Any]) -> Any:
+        """The answer to one command (``send`` queues it on a pipeline), queued as any other:
+        kept through an outage, in order; None if it failed and was dropped (logged)."""
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def done(result: Any) -> None:
+            if not answer.done():
+                answer.set_result(result)
+
+        self.submit(Op(send=send, done=done))
+        return await answer
+
     async def run(self, function: Callable[[redis.Redis], T]) -> T:
         """``function(client)`` in the I/O thread (or at once before ``start``); Redis errors
         reach the caller."""

@@ -3,12 +3,10 @@ by one script (``index.lua``), through the crawl's link (never on the reactor)."
 
 from __future__ import annotations
 
-import asyncio
 from importlib.resources import files
-from typing import Any
 
 from crawler.redis.keys import as_text
-from crawler.redis.link import Op, RedisLink
+from crawler.redis.link import RedisLink
 from crawler.redis.scripts import call_script, register_script
 from crawler.twins.index_local import Twin
 from crawler.twins.simhash import as_hex, blocks
@@ -31,14 +29,7 @@ class RedisTwinIndex:
         fields = [f"{key:x}" for key in blocks(fingerprint, self.max_distance + 1)]
         args = [url, as_hex(fingerprint), self.max_distance, self.capacity, *fields]
         key = f"{self.key_prefix}:{site}"
-        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-
-        def done(result: Any) -> None:
-            if not answer.done():
-                answer.set_result(result)
-
-        self.link.submit(Op(send=lambda pipe: call_script(self.script, [key], args, pipe), done=done))
-        result = await answer
+        result = await self.link.answer(lambda pipe: call_script(self.script, [key], args, pipe))
         # None: the script failed and was dropped (logged by the link): no twin is better than a wrong one
         if not result or int(result[0]) < 0:
             return None
