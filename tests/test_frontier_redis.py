@@ -13,6 +13,7 @@ from scrapy.utils.test import get_crawler
 from crawler.frontier.queue_redis import RedisFrontierQueue
 from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.politeness.policy import Policy, PolicyConfig
+from crawler.redis.keys import delete_matching
 from crawler.redis.store import FrontierConfig, FrontierStore
 from crawler.services import CrawlServices
 from tests.conftest import REDIS_URL
@@ -179,6 +180,21 @@ def test_robots_txt_is_fetched_once_for_all_processes(
     assert two.pop().kind == "none"  # another process fetches it: wait
     one.robots_stored("a", clock.now + 3600)
     assert _popped_url(two) == "http://a/0"
+
+
+def test_a_worker_whose_crawl_s_keys_vanished_reserves_nothing_in_their_place(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    lost = _frontier(redis_client, crawl_name, clock, robots=True)
+    lost.begin()
+    delete_matching(redis_client, f"{lost.prefix}:*")  # flushed
+    _push(lost, "http://a/0")  # a link of a page fetched before the worker noticed
+    assert lost.pop().kind == "none"
+    assert lost.try_reserve("a", "sitemap") is None
+    assert not redis_client.exists(lost.key("inflight", "a"))
+    again = _frontier(redis_client, crawl_name, clock, robots=True)
+    again.begin()  # the crawl started again: its domain's robots.txt at once, not a lease time later
+    assert (again.pop().kind, again.try_reserve("b", "sitemap") is not None) == ("robots", True)
 
 
 def test_separate_crawls_do_not_see_each_other(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:

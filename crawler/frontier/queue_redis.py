@@ -194,13 +194,12 @@ class RedisFrontierQueue(Base):
         self._popping = True
         if self.scope is not None:
             self.scope.refresh()  # seeds other processes added: the requests popped may link there
-        count = self.prefetch - len(self.at_hand)
+        arguments = self.store.pop_arguments(self.prefetch - len(self.at_hand), self.lead)
         store = self.store
-        lead = repr(self.lead)
-        # The crawl's mark first, in the same round trip: after a flush, what a pop finds was
-        # pushed again since, and would be fetched twice.
+        # The crawl's mark in the same round trip: after a flush the pop hands nothing out (what
+        # it would find was pushed again since, and would be fetched twice), and this says why.
         self._check_mark()
-        self.link.submit(Op(send=lambda pipe: store.call("pop", count, lead, client=pipe), done=self._popped))
+        self.link.submit(Op(send=lambda pipe: store.call(*arguments, client=pipe), done=self._popped))
 
     def _popped(self, answer: Any) -> None:
         self._popping = False

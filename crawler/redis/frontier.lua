@@ -24,7 +24,8 @@
 --   P:alive          str   when a worker last used the crawl (for reclaiming dead crawls)
 --   P:born           str   "running" from the crawl's first worker on, "complete" once its keys were
 --                          cleared at its end: workers tell a crawl that ended from one whose keys
---                          vanished (Redis flushed, or restarted without its data) (Python's)
+--                          vanished (Redis flushed, or restarted without its data) (Python's;
+--                          a worker's pops and reservations need it)
 
 local P = KEYS[1]
 local op = ARGV[1]
@@ -214,6 +215,13 @@ local function wait_time(lead)
   return fmt(math.max(0, math.min(unpack(times)) - now))
 end
 
+-- A worker's pops and reservations (``begun``: 1) need the crawl's mark: once its keys vanished,
+-- what the worker still pushed before it noticed must not be handed out, or the robots.txt claim
+-- and slots it reserved would hold the domain for a lease time in the crawl started again.
+local function crawl_marked(begun)
+  return begun ~= '1' or redis.call('EXISTS', P .. ':born') == 1
+end
+
 if op ~= 'sizes' then redis.call('SET', P .. ':alive', fmt(now)) end
 
 if op == 'push' then
@@ -237,10 +245,11 @@ if op == 'push' then
 
 elseif op == 'pop' then
   -- ARGV[8]: at most how many; ARGV[9]: the lead (seconds a request may be handed out before its
-  -- slot; none if absent). Returns now, then kind/domain/request/reservation/seconds from now
-  -- until it may leave, five at a time (kind ``dead``: a request past the delivery cap, for a
-  -- row), then the seconds until anything may be handed out ('' when nothing is queued,
-  -- delayed or leased) if fewer came.
+  -- slot; none if absent); ARGV[10]: 1 from a worker of a begun crawl. Returns now, then
+  -- kind/domain/request/reservation/seconds from now until it may leave, five at a time (kind
+  -- ``dead``: a request past the delivery cap, for a row), then the seconds until anything may
+  -- be handed out ('' when nothing is queued, delayed or leased) if fewer came.
+  if not crawl_marked(ARGV[10]) then return {fmt(now), ''} end
   housekeeping()
   local lead = num(ARGV[9], 0)
   local out = {}
@@ -297,9 +306,9 @@ elseif op == 'renew' then
   return renewed
 
 elseif op == 'try_reserve' then
-  -- ARGV[8], ARGV[9]: domain, holder. For requests this process keeps (sitemap discovery).
+  -- ARGV[8], ARGV[9]: domain, holder; ARGV[10] as pop's. For requests this process keeps (sitemap discovery).
   local d = ARGV[8]
-  if not can_start(d) then return false end
+  if not crawl_marked(ARGV[10]) or not can_start(d) then return false end
   local reservation = reserve(d, ARGV[9])
   refresh(d)
   return reservation

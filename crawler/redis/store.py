@@ -92,6 +92,9 @@ class FrontierStore:
         self.config = config
         self.clock = clock
         self.script = client.register_script(SCRIPT)
+        self.begun = False
+        """Whether this process began the crawl (``begin``): then its pops and reservations
+        need the crawl's mark, so that nothing is reserved in keys that vanished."""
 
     def key(self, *parts: str) -> str:
         return ":".join((self.prefix, *parts))
@@ -149,8 +152,11 @@ class FrontierStore:
             return batch.popped[0]
         return Popped("none", next_ready=None if batch.wait is None else batch.now + batch.wait)
 
+    def pop_arguments(self, count: int, lead: float) -> list[Any]:
+        return ["pop", count, repr(lead), int(self.begun)]
+
     def pop_many(self, count: int, lead: float = 0.0) -> PopBatch:
-        return parse_pop(self.call("pop", count, repr(lead)))
+        return parse_pop(self.call(*self.pop_arguments(count, lead)))
 
     def ack(self, keys: Iterable[str]) -> None:
         keys = list(keys)
@@ -178,8 +184,11 @@ class FrontierStore:
         return [as_text(entry).split("\t", 2)[2] for entry in self.client.lrange(self.key("dead"), 0, -1)]
 
     # --- domain slots ------------------------------------------------------------------------
+    def try_reserve_arguments(self, domain: str, holder: str) -> list[Any]:
+        return ["try_reserve", domain, holder, int(self.begun)]
+
     def try_reserve(self, domain: str, holder: str) -> str | None:
-        answer = self.call("try_reserve", domain, holder)
+        answer = self.call(*self.try_reserve_arguments(domain, holder))
         return as_text(answer) if answer else None
 
     def sent(self, domain: str, ago: float = 0.0) -> float:
@@ -254,6 +263,7 @@ class FrontierStore:
     def begin(self) -> None:
         """Mark the crawl running (a joining worker finds it so; one that ended begins again)."""
         self.client.set(self.key("born"), RUNNING)
+        self.begun = True
 
     def complete(self) -> int:
         """Delete every key of the ended crawl but its mark, which says so for an hour to the
