@@ -264,3 +264,27 @@ def test_an_unreadable_request_in_the_frontier_becomes_an_error_row(
     assert "Dropping an unreadable request from the shared frontier" in output
     row = database.pages()[url]
     assert row["status"] == "error" and row["error"].startswith("unreadable in the shared frontier")
+
+
+def test_a_page_of_ten_thousand_links_holds_its_domain_in_no_process(
+    web: TestWeb, database: Database, crawl_name: str, tmp_path: Path
+) -> None:
+    # The site's general index (/index, its second page) links to 5,000 pages twice each; three
+    # processes share the crawl, at a Crawl-delay of 0.25 s.
+    delay = 0.25
+    web.clear()
+    settings = _shared(crawl_name, CLOSESPIDER_TIMEOUT="8")
+    logs = [tmp_path / f"worker-{n}.log" for n in range(3)]
+    workers = [start_crawl("links", database, log, url=web.url("indexed"), settings=settings) for log in logs]
+    outputs = finish_all(workers, logs, 60)
+    for worker, output in zip(workers, outputs):
+        assert worker.returncode == 0 and "Traceback" not in output, output[-5000:]
+    served = sorted(web.log("indexed"), key=lambda entry: entry.start)
+    (index,) = [n for n, entry in enumerate(served) if entry.path == "/index"]
+    after = served[index : index + 11]
+    assert len(after) == 11, "the crawl ended too soon after the index"
+    # While one process extracts the index's links and queues them, the others go on: no gap
+    # after it longer than twice the delay (a busy process holding the domain's slot made
+    # gaps of several delays).
+    longest = max(b.start - a.start for a, b in zip(after, after[1:]))
+    assert longest < 2 * delay, [(entry.path, round(entry.start - served[index].start, 3)) for entry in after]
