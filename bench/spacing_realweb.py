@@ -71,8 +71,8 @@ def crawl(urls: list[str], seconds: float, folder: Path, processes: int, **setti
 class HostFigures:
     short: int
     """Gaps shorter than the delay minus ``TOLERANCE``."""
-    long: int
-    """Gaps longer than twice the delay."""
+    long: list[str]
+    """Gaps longer than twice the delay, each with the requests around it."""
     share: float
     """The rate reached, as a share of the allowed one."""
     line: str
@@ -85,7 +85,11 @@ class HostFigures:
 def host_figures(host: str, requests: list[ServedRequest], delay: float) -> HostFigures:
     host_gaps = gaps(requests)
     short = short_gaps(requests, delay, TOLERANCE)
-    long = [gap for gap in host_gaps if gap > 2 * delay]
+    long = [
+        f"  gap {gap:.3f} s after {before.path} ({before.start - requests[0].start:.0f} s in), before {after.path}"
+        for gap, before, after in zip(host_gaps, requests, requests[1:])
+        if gap > 2 * delay
+    ]
     span = requests[-1].start - requests[0].start if len(requests) > 1 else 0.0
     rate = (len(requests) - 1) / span if span else 0.0
     shortest = f"{min(host_gaps):.3f}" if host_gaps else "-"
@@ -93,7 +97,7 @@ def host_figures(host: str, requests: list[ServedRequest], delay: float) -> Host
     worst = f" (shortest of them {min(short):.3f} s)" if short else ""
     return HostFigures(
         len(short),
-        len(long),
+        long,
         rate * delay,
         f"{host:16} delay {delay:4.2f} s  {len(requests):5d} requests in {span:.0f} s  short gaps {len(short)}{worst}  "
         f"min gap {shortest} s  max gap {longest} s  gaps over twice the delay {len(long)}  "
@@ -123,7 +127,7 @@ def delays(args: argparse.Namespace) -> None:
             host_figures(web.addresses[i], hosts.get(web.addresses[i], []), delay) for i, delay in site_delays.items()
         ]
         for host in figures:
-            print(host.line)
+            print("\n".join([host.line, *host.long]))
         print(f"short gaps in all: {sum(host.short for host in figures)}")
         verdicts = ", ".join(
             f"{web.addresses[i]} {'yes' if host.full_rate else 'no'}" for i, host in zip(site_delays, figures)
