@@ -6,7 +6,7 @@ documentation gzip-compressed (``bench/realweb.py``; pages up to 2.5 MB).
 
 ``delays``: two hosts with ``Crawl-delay`` 1 and 0.5, crawled by following links for
 ``--seconds`` from each host's home page and its two largest pages, the general index and the
-table of contents (1.7 and 2.6 MB, some 14,000 and 17,000 links); per host the requests, the
+table of contents (1.7 and 2.6 MB, some 17,000 and 14,000 links); per host the requests, the
 gaps shorter than the delay minus 10 ms, the shortest and the longest gap, the gaps longer than
 twice the delay, and the rate against the allowed one (1/delay, over the host's active span);
 then whether each host reached ``FULL_RATE`` of the allowed rate with no gap over twice the delay.
