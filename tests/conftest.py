@@ -77,6 +77,7 @@ WEB_SITES = {
     "broken": "paced:error_rate=1,error_status=500,pages=30",
     "refusing": "paced:refuse=0.3-100000,pages=10",  # robots.txt answered, then only 429s
     "shared": "paced:crawl_delay=0.05,pages=150",
+    "indexed": "paced:crawl_delay=0.25,pages=5000,index=5000",  # a general index of 10,000 links
     "killable": "paced:pages=300,latency_ms=250",
     "stalling": "paced:pages=20,latency_ms=20000",  # every answer, robots.txt too, takes 20 s
     # Slow enough answers that several requests can be in flight at once.

@@ -144,10 +144,8 @@ def test_workers_killed_at_five_random_moments_lose_nothing(
 def test_a_flushed_frontier_stops_every_worker_with_its_own_status(
     web: TestWeb, database: Database, crawl_name: str, tmp_path: Path
 ) -> None:
-    # Short leases: the crawl started again waits one lease time before its first fetch (a slot
-    # of the domain stays held in the new keys; not found yet), 120 s by default.
     server = ThrowawayRedis(tmp_path / "redis", persistent=False)
-    settings = _shared(crawl_name, server.url, CRAWLER_LEASE_SECONDS="10")
+    settings = _shared(crawl_name, server.url)  # leases of 120 s, which nothing may be left holding
     server.start()
     try:
         web.clear()
@@ -162,6 +160,7 @@ def test_a_flushed_frontier_stops_every_worker_with_its_own_status(
         # The same command again: the rows say what was fetched, and the links stored with them
         # lead to what was not (pages not yet due are not fetched again).
         again = tmp_path / "again.log"
+        started_again = time.time()
         _finish(
             [start_crawl("links", database, again, url=web.url("shared"), settings=settings)],
             [again],
@@ -182,6 +181,11 @@ def test_a_flushed_frontier_stops_every_worker_with_its_own_status(
         assert "Traceback" not in output
     assert stopped_within < 10
     assert lost_jobs == {"failed"}
+    # Nothing the lost workers did after the flush holds the domain (a robots.txt claim or a slot
+    # reserved in the new keys held it one lease time): the crawl started again fetches as a new
+    # one would, within its start-up.
+    first_fetch = min(entry.start for entry in web.log("shared") if entry.start > started_again)
+    assert first_fetch - started_again < 15
 
 
 def test_redis_away_for_a_while_pauses_the_workers_and_loses_nothing(
@@ -272,3 +276,27 @@ def test_an_unreadable_request_in_the_frontier_becomes_an_error_row(
     assert "Dropping an unreadable request from the shared frontier" in output
     row = database.pages()[url]
     assert row["status"] == "error" and row["error"].startswith("unreadable in the shared frontier")
+
+
+def test_a_page_of_ten_thousand_links_holds_its_domain_in_no_process(
+    web: TestWeb, database: Database, crawl_name: str, tmp_path: Path
+) -> None:
+    # The site's general index (/index, its second page) links to 5,000 pages twice each; three
+    # processes share the crawl, at a Crawl-delay of 0.25 s.
+    delay = 0.25
+    web.clear()
+    settings = _shared(crawl_name, CLOSESPIDER_TIMEOUT="8")
+    logs = [tmp_path / f"worker-{n}.log" for n in range(3)]
+    workers = [start_crawl("links", database, log, url=web.url("indexed"), settings=settings) for log in logs]
+    outputs = finish_all(workers, logs, 60)
+    for worker, output in zip(workers, outputs):
+        assert worker.returncode == 0 and "Traceback" not in output, output[-5000:]
+    served = sorted(web.log("indexed"), key=lambda entry: entry.start)
+    (index,) = [n for n, entry in enumerate(served) if entry.path == "/index"]
+    after = served[index : index + 11]
+    assert len(after) == 11, "the crawl ended too soon after the index"
+    # While one process extracts the index's links and queues them, the others go on: no gap
+    # after it longer than twice the delay (a busy process holding the domain's slot made
+    # gaps of several delays).
+    longest = max(b.start - a.start for a, b in zip(after, after[1:]))
+    assert longest < 2 * delay, [(entry.path, round(entry.start - served[index].start, 3)) for entry in after]

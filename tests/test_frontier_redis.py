@@ -181,6 +181,21 @@ def test_robots_txt_is_fetched_once_for_all_processes(
     assert _popped_url(two) == "http://a/0"
 
 
+def test_a_worker_whose_crawl_s_keys_vanished_reserves_nothing_in_their_place(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    lost = _frontier(redis_client, crawl_name, clock, robots=True)
+    lost.begin()
+    lost.delete_all(keep=set())  # flushed: every key of the crawl and of its shards
+    _push(lost, "http://a/0")  # a link of a page fetched before the worker noticed
+    assert lost.pop().kind == "none"
+    assert lost.try_reserve("a", "sitemap") is None
+    assert not redis_client.exists(lost.domain_part("a", "inflight", "a"))
+    again = _frontier(redis_client, crawl_name, clock, robots=True)
+    again.begin()  # the crawl started again: its domain's robots.txt at once, not a lease time later
+    assert (again.pop().kind, again.try_reserve("b", "sitemap") is not None) == ("robots", True)
+
+
 def test_separate_crawls_do_not_see_each_other(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
     one = _frontier(redis_client, crawl_name, clock)
     other = _frontier(redis_client, crawl_name + "-other", clock)

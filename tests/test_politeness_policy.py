@@ -354,6 +354,21 @@ def test_a_robots_delay_learned_after_a_start_spaces_the_next_one() -> None:
     assert policy.can_start(fresh, 0.0)
 
 
+def test_a_robots_delay_shorter_than_the_default_spaces_the_page_after_robots_txt_by_itself() -> None:
+    policy = _policy(default_delay=1.0)
+    state = DomainState()
+    policy.start(state, 10.0)  # robots.txt itself, at the default delay
+    policy.sent(state, 10.0)
+    policy.set_robots_delay(state, 0.5, 10.1)
+    assert not policy.can_start(state, 10.59) and policy.can_start(state, 10.6)
+    held = DomainState()
+    policy.start(held, 10.0)
+    policy.sent(held, 10.0)
+    held.next_start = 15.0  # a later slot, as the shared frontier holds one until its request left
+    policy.set_robots_delay(held, 0.5, 10.1)
+    assert held.next_start == 15.0
+
+
 # --- circuit breaker -----------------------------------------------------------------------------
 
 

@@ -209,14 +209,15 @@ class RedisFrontierQueue(Base):
         if self.scope is not None:
             self.scope.refresh()  # seeds other processes added: the requests popped may link there
         store = self.store
-        lead = repr(self.lead)
-        # The crawl's mark first, in the same round trip: after a flush, what a pop finds was
-        # pushed again since, and would be fetched twice.
+        # The crawl's mark in the same round trip: after a flush the pop hands nothing out (what
+        # it would find was pushed again since, and would be fetched twice), and this says why.
         self._check_mark()
         for shard, count in asks:
             self.link.submit(
                 Op(
-                    send=lambda pipe, shard=shard, count=count: store.call_in(shard, "pop", count, lead, client=pipe),
+                    send=lambda pipe, shard=shard, count=count: store.call_in(
+                        shard, *store.pop_arguments(count, self.lead), client=pipe
+                    ),
                     done=lambda answer, shard=shard, count=count: self._popped(shard, count, answer),
                 )
             )

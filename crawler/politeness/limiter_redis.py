@@ -164,7 +164,8 @@ class RedisDomainLimiter(DomainLimiter):
     def try_start(self, domain: str, holder: str = "") -> str | None:
         if domain not in self._grants and domain not in self._asking:
             self._asking.add(domain)
-            self._op("try_reserve", domain, holder, done=lambda answer: self._granted(domain, holder, answer))
+            arguments = self.store.try_reserve_arguments(domain, holder)
+            self._op(*arguments, done=lambda answer: self._granted(domain, holder, answer))
         grant = self._grants.pop(domain, None)  # there at once when the link is not started
         if grant is None:
             return None

@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+_SAME_TIME = 1e-3
+"""Slot times within this are one: the shared frontier keeps them to the microsecond, as text."""
+
 
 @dataclass(frozen=True, slots=True)
 class PolicyConfig:
@@ -219,10 +222,18 @@ class Policy:
         """A new robots.txt delay applies from the moment the rules arrive (``now``), when the
         domain has started anything: the fetch of robots.txt itself is spaced from the page
         that follows it, however late the server saw that fetch (a first connection can reach
-        it tens of milliseconds after the request left the crawler)."""
+        it tens of milliseconds after the request left the crawler). A shorter delay replaces
+        the one the last start was spaced by (robots.txt's own fetch, at the default delay),
+        unless a later slot was reserved meanwhile."""
+        spaced_by = self.effective_delay(state)
         state.robots_delay = delay
-        if state.last_start is not None:
-            state.next_start = max(state.next_start, max(now, state.last_start) + self.effective_delay(state))
+        if state.last_start is None:
+            return
+        after_rules = max(now, state.last_start) + self.effective_delay(state)
+        if state.next_start <= state.last_start + spaced_by + _SAME_TIME:
+            state.next_start = after_rules
+        else:
+            state.next_start = max(state.next_start, after_rules)
 
     # --- outcomes --------------------------------------------------------------------------
     def on_success(self, state: DomainState, now: float, latency: float | None = None) -> Outcome:

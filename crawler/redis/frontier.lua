@@ -25,6 +25,10 @@
 --   P:domains        set   every domain ever queued
 --   P:reclaimed      int   expired leases put back
 --   P:alive          str   when a worker last used the shard (for reclaiming dead crawls)
+--   P:born           str   "running" while the crawl runs (set by its workers in every shard with the
+--                          crawl's own mark, Python's): a worker's pops and reservations need it, so that
+--                          nothing is handed out of keys that vanished (Redis flushed, or restarted
+--                          without its data)
 --   P:seen:...             the seen marks of the shard's domains' requests (seen.lua)
 
 local P = KEYS[1]
@@ -215,6 +219,13 @@ local function wait_time(lead)
   return fmt(math.max(0, math.min(unpack(times)) - now))
 end
 
+-- A worker's pops and reservations (``begun``: 1) need the crawl's mark: once its keys vanished,
+-- what the worker still pushed before it noticed must not be handed out, or the robots.txt claim
+-- and slots it reserved would hold the domain for a lease time in the crawl started again.
+local function crawl_marked(begun)
+  return begun ~= '1' or redis.call('EXISTS', P .. ':born') == 1
+end
+
 if op ~= 'sizes' then redis.call('SET', P .. ':alive', fmt(now)) end
 
 if op == 'push' then
@@ -238,10 +249,11 @@ if op == 'push' then
 
 elseif op == 'pop' then
   -- ARGV[8]: at most how many; ARGV[9]: the lead (seconds a request may be handed out before its
-  -- slot; none if absent). Returns now, then kind/domain/request/reservation/seconds from now
-  -- until it may leave, five at a time (kind ``dead``: a request past the delivery cap, for a
-  -- row), then the seconds until anything may be handed out ('' when nothing is queued,
-  -- delayed or leased) if fewer came.
+  -- slot; none if absent); ARGV[10]: 1 from a worker of a begun crawl. Returns now, then
+  -- kind/domain/request/reservation/seconds from now until it may leave, five at a time (kind
+  -- ``dead``: a request past the delivery cap, for a row), then the seconds until anything may
+  -- be handed out ('' when nothing is queued, delayed or leased) if fewer came.
+  if not crawl_marked(ARGV[10]) then return {fmt(now), ''} end
   housekeeping()
   local lead = num(ARGV[9], 0)
   local out = {}
@@ -298,9 +310,9 @@ elseif op == 'renew' then
   return renewed
 
 elseif op == 'try_reserve' then
-  -- ARGV[8], ARGV[9]: domain, holder. For requests this process keeps (sitemap discovery).
+  -- ARGV[8], ARGV[9]: domain, holder; ARGV[10] as pop's. For requests this process keeps (sitemap discovery).
   local d = ARGV[8]
-  if not can_start(d) then return false end
+  if not crawl_marked(ARGV[10]) or not can_start(d) then return false end
   local reservation = reserve(d, ARGV[9])
   refresh(d)
   return reservation

@@ -113,6 +113,9 @@ class FrontierStore:
         self.config = config
         self.clock = clock
         self.script = register_script(client, SCRIPT)
+        self.begun = False
+        """Whether this process began the crawl (``begin``): then its pops and reservations
+        need the crawl's mark, so that nothing is reserved in keys that vanished."""
 
     def key(self, *parts: str) -> str:
         """A key of the crawl's own (not of a shard)."""
@@ -196,12 +199,16 @@ class FrontierStore:
             return batch.popped[0]
         return Popped("none", next_ready=None if batch.wait is None else batch.now + batch.wait)
 
+    def pop_arguments(self, count: int, lead: float) -> list[Any]:
+        """A pop's operation and arguments, to run in a shard (``call_in``)."""
+        return ["pop", count, repr(lead), int(self.begun)]
+
     def pop_many(self, count: int, lead: float = 0.0, shard: str | None = None) -> PopBatch:
         """At most ``count`` requests of ``shard``; of any shard if None, the shards whose
         domains are ready first asked first (tests and tools: workers choose their shards
         themselves, ``shard_choice``)."""
         if shard is not None:
-            return parse_pop(self.call_in(shard, "pop", count, repr(lead)))
+            return parse_pop(self.call_in(shard, *self.pop_arguments(count, lead)))
         with self.client.pipeline(transaction=False) as pipe:
             for name in self.shards:
                 pipe.zrange(f"{name}:ready", 0, 0, withscores=True)
@@ -212,7 +219,7 @@ class FrontierStore:
         now = None
         for index in order:
             wanted = count - sum(entry.kind != "dead" for entry in popped)
-            batch = parse_pop(self.call_in(self.shards[index], "pop", wanted, repr(lead)))
+            batch = parse_pop(self.call_in(self.shards[index], *self.pop_arguments(wanted, lead)))
             now = batch.now if now is None else now
             popped.extend(batch.popped)
             if sum(entry.kind != "dead" for entry in batch.popped) >= wanted:
@@ -264,8 +271,11 @@ class FrontierStore:
         return max(used) if used else None
 
     # --- domain slots ------------------------------------------------------------------------
+    def try_reserve_arguments(self, domain: str, holder: str) -> list[Any]:
+        return ["try_reserve", domain, holder, int(self.begun)]
+
     def try_reserve(self, domain: str, holder: str) -> str | None:
-        answer = self.call("try_reserve", domain, holder)
+        answer = self.call(*self.try_reserve_arguments(domain, holder))
         return as_text(answer) if answer else None
 
     def sent(self, domain: str, ago: float = 0.0) -> float:
@@ -349,7 +359,7 @@ class FrontierStore:
         """Delete every key of the crawl but its mark and its shard count, so that workers still
         open go on as the crawl was (an operator emptied it; its keys did not vanish); the number
         deleted."""
-        return self.delete_all(keep={self.key("born").encode(), self.key("shards").encode()})
+        return self.delete_all(keep={*self._marks(), self.key("shards").encode()})
 
     def delete_all(self, keep: set[bytes]) -> int:
         """Delete every key of the crawl and of its shards but those in ``keep``; the number deleted."""
@@ -359,8 +369,18 @@ class FrontierStore:
         )
 
     def begin(self) -> None:
-        """Mark the crawl running (a joining worker finds it so; one that ended begins again)."""
-        self.client.set(self.key("born"), RUNNING)
+        """Mark the crawl running (a joining worker finds it so; one that ended begins again),
+        and each shard with it: the frontier script reads the mark of its own shard (a cluster
+        runs a script on the keys of one slot)."""
+        with self.client.pipeline(transaction=False) as pipe:
+            for mark in self._marks():
+                pipe.set(mark, RUNNING)
+            pipe.execute()
+        self.begun = True
+
+    def _marks(self) -> list[bytes]:
+        """The crawl's mark and its shards'."""
+        return [key.encode() for key in (self.key("born"), *(f"{shard}:born" for shard in self.shards))]
 
     def complete(self) -> int:
         """Delete every key of the ended crawl but its mark, which says so for an hour to the

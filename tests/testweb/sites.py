@@ -378,7 +378,8 @@ class PacedSite(Site):
     response (429s come at once) and a share of 5xx answers (``error_rate``, ``error_status``;
     the home page always answers); ``refuse=A-B`` answers 429 to everything from A to B
     seconds after the first request; ``validators=1`` gives pages an ``ETag`` and a
-    ``Last-Modified``. Pages ``/p/N`` link forward."""
+    ``Last-Modified``. Pages ``/p/N`` link forward; ``index=N``: the home page links to
+    ``/index`` too, which links to the first N pages twice each, as a site's general index does."""
 
     name = "paced"
 
@@ -399,6 +400,9 @@ class PacedSite(Site):
 
     def page(self, path: str, base: str) -> Reply:
         pages = int(self.options.get("pages", "1000"))
+        if path == "/index" and "index" in self.options:
+            entries = int(self.options["index"])
+            return html("Index", [f"/p/{n}#{anchor}" for n in range(entries) for anchor in ("term", "see-also")])
         if path == "/":
             n = 0
         elif path.startswith("/p/") and path[3:].isdigit() and int(path[3:]) < pages:
@@ -409,7 +413,9 @@ class PacedSite(Site):
         if n and error_rate and random.random() < error_rate:
             return Reply(int(self.options.get("error_status", "503")), b"try again", {"Content-Type": "text/plain"})
         links = [f"/p/{(n * 5 + k) % pages}" for k in range(1, 6)]
-        reply = html(f"Paced {n}", [*links, "/private/page"] if n == 0 else links)
+        if n == 0:
+            links += ["/private/page", *(["/index"] if "index" in self.options else [])]
+        reply = html(f"Paced {n}", links)
         if self.options.get("validators"):
             reply.headers["ETag"] = f'"{hashlib.sha256(reply.body).hexdigest()[:16]}"'
             reply.headers["Last-Modified"] = "Mon, 01 Jan 2024 00:00:00 GMT"
