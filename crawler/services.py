@@ -16,36 +16,35 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from scrapy.crawler import Crawler
 
 from crawler.guard.checker import AddressGuard
 from crawler.guard.resolver import address_policy, installed_resolver
 from crawler.identity.crawls import crawl_id
-from crawler.politeness.config import frontier_config, policy_config
+from crawler.politeness.config import policy_config
 from crawler.politeness.limiter_local import DomainLimiter
-from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.politeness.overrides import ControlTable, parse_overrides
 from crawler.politeness.policy import Policy
-from crawler.redis.connection import CrawlRedis, redis_enabled
-from crawler.robots.cache_redis import RedisRobotsCache
+from crawler.redis import redis_enabled
 from crawler.robots.service import RobotsService
 from crawler.scope.scope_local import Scope
-from crawler.scope.scope_redis import RedisScope
-from crawler.seen.bloom import BloomSeenFilter
-from crawler.seen.bloom_shape import BloomShape
-from crawler.seen.exact import ExactSeenFilter
-from crawler.seen.filter import MarkedSeenFilter, has_bloom_module
 from crawler.storage import open_backend
 from crawler.storage.outbox import CrawlStorage
 from crawler.traps.guard import TrapGuard
 from crawler.traps.patterns_local import PatternCounts
-from crawler.traps.patterns_redis import RedisPatternCounts
 from crawler.traps.url_shapes import UrlRules
 from crawler.twins.index_local import TwinIndex
-from crawler.twins.index_redis import RedisTwinIndex
 from crawler.twins.judge import TwinJudge
-from crawler.twins.probe import RedisSoftNotFoundProbes, SoftNotFoundProbes
+from crawler.twins.probe import SoftNotFoundProbes
+
+# The Redis variants are imported where a shared crawl builds them: a crawl in one process never
+# loads redis-py.
+if TYPE_CHECKING:
+    from crawler.redis.connection import CrawlRedis
+    from crawler.seen.filter import MarkedSeenFilter
+    from crawler.twins.index_redis import RedisTwinIndex
 
 _ATTRIBUTE = "crawl_services"
 """Where the crawler object carries its services."""
@@ -95,7 +94,12 @@ class CrawlServices:
     @cached_property
     def redis(self) -> CrawlRedis | None:
         """The crawl's Redis connection, in a shared crawl."""
-        return CrawlRedis(self.settings, self.crawl_id, frontier_config(self.settings)) if self.shared else None
+        if not self.shared:
+            return None
+        from crawler.politeness.config import frontier_config
+        from crawler.redis.connection import CrawlRedis
+
+        return CrawlRedis(self.settings, self.crawl_id, frontier_config(self.settings))
 
     @cached_property
     def limiter(self) -> DomainLimiter:
@@ -103,6 +107,8 @@ class CrawlServices:
         if self.redis is None:
             limiter = DomainLimiter(Policy(config))
         else:
+            from crawler.politeness.limiter_redis import RedisDomainLimiter
+
             # The frontier script applies the lead: it alone knows when the last request of any
             # process left, which this process's copy of a domain's state does not.
             limiter = RedisDomainLimiter(Policy(replace(config, handout_lead=0.0)), self.redis.store, self.redis.link)
@@ -114,6 +120,8 @@ class CrawlServices:
         if self.robots is None:
             self.robots = RobotsService(self.crawler, self.limiter, self.storage)
             if self.redis is not None:
+                from crawler.robots.cache_redis import RedisRobotsCache
+
                 self.robots.shared_cache = RedisRobotsCache(
                     self.redis.store, self.redis.link, self.robots.rules, self.robots.cache
                 )
@@ -123,9 +131,12 @@ class CrawlServices:
         """The crawl's scope (``CRAWLER_SCOPE``), made by the spider, which adds its seeds."""
         if self.scope is None:
             mode = self.settings.get("CRAWLER_SCOPE")
-            self.scope = (
-                Scope(mode) if self.redis is None else RedisScope(mode, self.redis.link, self.redis.key("scope"))
-            )
+            if self.redis is None:
+                self.scope = Scope(mode)
+            else:
+                from crawler.scope.scope_redis import RedisScope
+
+                self.scope = RedisScope(mode, self.redis.link, self.redis.key("scope"))
         return self.scope
 
     def make_guard(self) -> AddressGuard:
@@ -144,6 +155,11 @@ class CrawlServices:
         (a crawl in one process uses Scrapy's own dupefilter)."""
         if self.redis is None:
             return None
+        from crawler.seen.bloom import BloomSeenFilter
+        from crawler.seen.bloom_shape import BloomShape
+        from crawler.seen.exact import ExactSeenFilter
+        from crawler.seen.filter import has_bloom_module
+
         settings, client, key = self.settings, self.redis.client, self.redis.key("seen")
         fingerprinter, debug = self.crawler.request_fingerprinter, settings.getbool("DUPEFILTER_DEBUG")
         kind = settings.get("CRAWLER_SEEN_FILTER")
@@ -167,12 +183,11 @@ class CrawlServices:
             settings.getint("CRAWLER_TRAP_MAX_QUERY_PARAMS"),
         )
         limits = settings.getint("CRAWLER_TRAP_PATTERN_MAX_URLS"), settings.getint("CRAWLER_TRAP_PATTERN_TWINS")
-        counts = (
-            PatternCounts(*limits)
-            if self.redis is None
-            else RedisPatternCounts(*limits, self.redis.link, self.redis.key("traps"))
-        )
-        return TrapGuard(rules, counts)
+        if self.redis is None:
+            return TrapGuard(rules, PatternCounts(*limits))
+        from crawler.traps.patterns_redis import RedisPatternCounts
+
+        return TrapGuard(rules, RedisPatternCounts(*limits, self.redis.link, self.redis.key("traps")))
 
     @cached_property
     def twins(self) -> TwinJudge | None:
@@ -186,6 +201,9 @@ class CrawlServices:
         if self.redis is None:
             index, probes = TwinIndex(distance, capacity), SoftNotFoundProbes(self.crawl_id)
         else:
+            from crawler.twins.index_redis import RedisTwinIndex
+            from crawler.twins.probe import RedisSoftNotFoundProbes
+
             index = RedisTwinIndex(self.redis.link, self.redis.key("twins"), distance, capacity)
             probes = RedisSoftNotFoundProbes(self.crawl_id, self.redis.link, self.redis.key("probed"))
         return TwinJudge(index, probes, self.traps, settings.getbool("CRAWLER_TWIN_FOLLOW_LINKS"))

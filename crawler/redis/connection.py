@@ -1,4 +1,4 @@
-"""The crawl's Redis connection: whether one is configured (``REDIS_URL``), the client, and what
+"""The crawl's Redis connection: the client, and what
 one process of a shared crawl holds of it (the client, the I/O link and the crawl's store).
 
 Processes started with the same ``REDIS_URL`` and the same crawl id share one crawl.
@@ -14,12 +14,6 @@ from scrapy.settings import BaseSettings
 from crawler.redis.keys import crawl_prefix
 from crawler.redis.link import RedisLink
 from crawler.redis.store import FrontierConfig, FrontierStore
-
-
-def redis_enabled(settings: BaseSettings) -> bool:
-    """Whether the crawl is shared through Redis: the one switch between the local components
-    and the Redis ones."""
-    return bool(settings.get("REDIS_URL"))
 
 
 def redis_client(settings: BaseSettings) -> redis.Redis:
