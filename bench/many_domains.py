@@ -3,14 +3,16 @@ politeness (1 s per domain, robots.txt, the limiter) and with pacing off, on ngi
 Python documentation gzip-compressed on many loopback hosts (``bench/realweb.py``).
 
     .venv/bin/python -m bench.many_domains [--hosts 1000] [--pages 3000] [--runs 3] [--profile DIR]
-                                           [--also NAME=PATH ...]
+                                           [--robots served|absent|both] [--also NAME=PATH ...]
 
 Each host is given the same number of pages as seeds (a rotation through the corpus, the same
 in both crawls) and nothing else is followed (``bench/seeds_spider.py``), so both crawls fetch
 exactly the same pages: with the links spider, links found early filled the page budget before
 later seeds were scheduled, and which ones depended on the pacing. CPU is the crawl process's own (user + system).
 Prints every run, then medians of ``--runs``: CPU ms per page paced and unpaced, their ratio,
-and the wall time of the paced crawl. ``--profile DIR`` also writes a cProfile of every crawl
+and the wall time of the paced crawl. ``--robots`` says whether the hosts serve a robots.txt
+(``User-agent: *`` and a ``Sitemap`` line, no rules) or answer 404 for it (``absent``); by
+default both, one after the other (robots.txt is obeyed in both modes: only pacing differs). ``--profile DIR`` also writes a cProfile of every crawl
 there (Scrapy's ``--profile``), to compare where the two modes spend their time. ``--also
 NAME=PATH`` also crawls with the project checked out at PATH (``git archive COMMIT | tar -x -C
 PATH``), interleaved with this one, and prints its figures beside this one's.
@@ -77,6 +79,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=900.0, help="time budget of one crawl")
     parser.add_argument("--profile", type=Path, help="write a cProfile of every crawl into this folder")
+    parser.add_argument("--robots", choices=("served", "absent", "both"), default="both")
     add_also_option(parser)
     args = parser.parse_args()
     if args.pages < args.hosts:
@@ -84,30 +87,43 @@ def main() -> None:
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     projects = other_checkouts(args) | {"crawler": ROOT}
+    variants = ("served", "absent") if args.robots == "both" else (args.robots,)
+    medians = [measure_variant(robots, projects, args) for robots in variants]
+    for lines in medians:
+        print("\n".join(lines))
+
+
+def measure_variant(robots: str, projects: dict[str, Path], args: argparse.Namespace) -> list[str]:
+    """Every run of every project with the hosts' robots.txt ``robots``; the lines of medians."""
     runs: dict[str, list[Run]] = {name: [] for name in projects}
-    with RealWeb(args.hosts, crawl_delay=None) as web, tempfile.TemporaryDirectory() as tmp:
+    with RealWeb(args.hosts, crawl_delay=None, robots=robots == "served") as web, tempfile.TemporaryDirectory() as tmp:
         urls = seeds(web, args.pages)
         for n in range(args.runs):
             # Modes and projects alternated, so that the machine's load falls on all alike.
             for name, project in projects.items():
                 for mode in MODES:
-                    profile = args.profile / f"{name}-{mode}-{n + 1}.prof" if args.profile else None
+                    profile = args.profile / f"{name}-{robots}-{mode}-{n + 1}.prof" if args.profile else None
                     run = crawl(mode, urls, Path(tmp), args.timeout, profile, project)
                     runs[name].append(run)
                     print(
-                        f"run {n + 1} {name:10} {mode:8} {run.pages:6d} pages  {run.wall:7.1f} s  "
-                        f"{run.cpu:7.1f} s CPU  {run.cpu_ms_per_page:6.2f} ms/page",
+                        f"run {n + 1} {name:10} robots.txt {robots:6} {mode:8} {run.pages:6d} pages  "
+                        f"{run.wall:7.1f} s  {run.cpu:7.1f} s CPU  {run.cpu_ms_per_page:6.2f} ms/page",
                         flush=True,
                     )
-    print(f"\n{args.hosts} hosts, {args.pages} pages, medians of {args.runs}:")
+    lines = [f"\n{args.hosts} hosts, {args.pages} pages, robots.txt {robots}, medians of {args.runs}:"]
     for name, done in runs.items():
 
         def median(mode: str, value: str, done: list[Run] = done) -> float:
             return statistics.median(getattr(r, value) for r in done if r.name == mode)
 
         paced, unpaced = median("paced", "cpu_ms_per_page"), median("unpaced", "cpu_ms_per_page")
-        print(f"  {name}: CPU per page paced {paced:.2f} ms, unpaced {unpaced:.2f} ms, ratio {paced / unpaced:.2f}x")
-        print(f"  {name}: wall time paced {median('paced', 'wall'):.1f} s, unpaced {median('unpaced', 'wall'):.1f} s")
+        lines.append(
+            f"  {name}: CPU per page paced {paced:.2f} ms, unpaced {unpaced:.2f} ms, ratio {paced / unpaced:.2f}x"
+        )
+        lines.append(
+            f"  {name}: wall time paced {median('paced', 'wall'):.1f} s, unpaced {median('unpaced', 'wall'):.1f} s"
+        )
+    return lines
 
 
 if __name__ == "__main__":

@@ -195,7 +195,8 @@ class RealWeb:
     """nginx serving the corpus on ``hosts`` loopback addresses; a context manager.
 
     ``crawl_delay`` is every host's ``Crawl-delay`` (None: no such line), ``delays`` overrides it
-    per address. ``https`` serves TLS with a self-signed certificate and offers HTTP/2 (ALPN).
+    per address. ``robots`` False: no host has a robots.txt (404). ``https`` serves TLS with a
+    self-signed certificate and offers HTTP/2 (ALPN).
     ``site`` serves that folder instead of the documentation corpus (tests: a small site).
     """
 
@@ -205,6 +206,7 @@ class RealWeb:
         *,
         crawl_delay: float | None = 1.0,
         delays: dict[str, float] | None = None,
+        robots: bool = True,
         https: bool = False,
         first_address: str = FIRST_ADDRESS,
         workers: int = 1,
@@ -213,6 +215,7 @@ class RealWeb:
         self.addresses = loopback_addresses(hosts, first_address)
         self.crawl_delay = crawl_delay
         self.delays = dict(delays or {})
+        self.robots = robots
         self.https = https
         self.workers = workers
         self.port = 0
@@ -337,6 +340,12 @@ class RealWeb:
             if address in self.delays
         )
         temp = folder / "temp"
+        robots = (
+            '      default_type text/plain;\n      return 200 "User-agent: *\\n${crawl_delay_line}Sitemap: '
+            '$scheme://$http_host/sitemap.xml\\n";'
+            if self.robots
+            else "      return 404;"
+        )
         open_files = _open_files_allowed()
         return f"""
 worker_processes {self.workers};
@@ -374,8 +383,7 @@ http {{
     root {self.root};
     location = / {{ return 302 /index.html; }}
     location = /robots.txt {{
-      default_type text/plain;
-      return 200 "User-agent: *\\n${{crawl_delay_line}}Sitemap: $scheme://$http_host/sitemap.xml\\n";
+{robots}
     }}
     location = /sitemap.xml {{
       root {folder};

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from scrapy import Request
 from scrapy.crawler import Crawler
@@ -24,34 +25,32 @@ from crawler.guard.checker import AddressGuard
 from crawler.guard.resolver import address_policy, installed_resolver
 from crawler.identity.crawls import crawl_id
 from crawler.ingestion.rate import TokenBuckets
-from crawler.ingestion.rate_redis import RedisTokenBuckets
-from crawler.politeness.config import frontier_config, policy_config
+from crawler.politeness.config import policy_config
 from crawler.politeness.limiter_local import DomainLimiter
-from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.politeness.overrides import ControlTable, parse_overrides
 from crawler.politeness.policy import Policy
 from crawler.politeness.slots import domain_key
-from crawler.redis.connection import CrawlRedis, redis_enabled
-from crawler.robots.cache_redis import RedisRobotsCache
+from crawler.redis import redis_enabled
 from crawler.robots.service import RobotsService
 from crawler.scope.scope_local import Scope
-from crawler.scope.scope_redis import RedisScope
-from crawler.seen.bloom import BloomSeenFilter
-from crawler.seen.bloom_shape import BloomShape
-from crawler.seen.exact import ExactSeenFilter
-from crawler.seen.filter import MarkedSeenFilter, has_bloom_module
 from crawler.storage import open_backend
 from crawler.storage.backend import StorageBackend
 from crawler.storage.outbox import CrawlStorage
 from crawler.traps.guard import TrapGuard
 from crawler.traps.patterns_local import PatternCounts
-from crawler.traps.patterns_redis import RedisPatternCounts
 from crawler.traps.url_shapes import UrlRules
 from crawler.twins.earlier_runs import StoredFingerprints
 from crawler.twins.index_local import TwinIndex
-from crawler.twins.index_redis import RedisTwinIndex
 from crawler.twins.judge import TwinJudge
-from crawler.twins.probe import RedisSoftNotFoundProbes, SoftNotFoundProbes
+from crawler.twins.probe import SoftNotFoundProbes
+
+# The Redis variants are imported where a shared crawl builds them: a crawl in one process never
+# loads redis-py.
+if TYPE_CHECKING:
+    from crawler.ingestion.rate_redis import RedisTokenBuckets
+    from crawler.redis.connection import CrawlRedis
+    from crawler.seen.filter import MarkedSeenFilter
+    from crawler.twins.index_redis import RedisTwinIndex
 
 _ATTRIBUTE = "crawl_services"
 """Where the crawler object carries its services."""
@@ -101,7 +100,12 @@ class CrawlServices:
     @cached_property
     def redis(self) -> CrawlRedis | None:
         """The crawl's Redis connection, in a shared crawl."""
-        return CrawlRedis(self.settings, self.crawl_id, frontier_config(self.settings)) if self.shared else None
+        if not self.shared:
+            return None
+        from crawler.politeness.config import frontier_config
+        from crawler.redis.connection import CrawlRedis
+
+        return CrawlRedis(self.settings, self.crawl_id, frontier_config(self.settings))
 
     @cached_property
     def limiter(self) -> DomainLimiter:
@@ -109,6 +113,8 @@ class CrawlServices:
         if self.redis is None:
             limiter = DomainLimiter(Policy(config))
         else:
+            from crawler.politeness.limiter_redis import RedisDomainLimiter
+
             # The frontier script applies the lead: it alone knows when the last request of any
             # process left, which this process's copy of a domain's state does not.
             limiter = RedisDomainLimiter(Policy(replace(config, handout_lead=0.0)), self.redis.store, self.redis.link)
@@ -120,6 +126,8 @@ class CrawlServices:
         if self.robots is None:
             self.robots = RobotsService(self.crawler, self.limiter, self.storage)
             if self.redis is not None:
+                from crawler.robots.cache_redis import RedisRobotsCache
+
                 self.robots.shared_cache = RedisRobotsCache(
                     self.redis.store, self.redis.link, self.robots.rules, self.robots.cache
                 )
@@ -129,9 +137,12 @@ class CrawlServices:
         """The crawl's scope (``CRAWLER_SCOPE``), made by the spider, which adds its seeds."""
         if self.scope is None:
             mode = self.settings.get("CRAWLER_SCOPE")
-            self.scope = (
-                Scope(mode) if self.redis is None else RedisScope(mode, self.redis.link, self.redis.key("scope"))
-            )
+            if self.redis is None:
+                self.scope = Scope(mode)
+            else:
+                from crawler.scope.scope_redis import RedisScope
+
+                self.scope = RedisScope(mode, self.redis.link, self.redis.key("scope"))
         return self.scope
 
     def make_guard(self) -> AddressGuard:
@@ -150,6 +161,11 @@ class CrawlServices:
         (a crawl in one process uses Scrapy's own dupefilter)."""
         if self.redis is None:
             return None
+        from crawler.seen.bloom import BloomSeenFilter
+        from crawler.seen.bloom_shape import BloomShape
+        from crawler.seen.exact import ExactSeenFilter
+        from crawler.seen.filter import has_bloom_module
+
         settings, client, key = self.settings, self.redis.client, self.redis.key("seen")
         fingerprinter, debug = self.crawler.request_fingerprinter, settings.getbool("DUPEFILTER_DEBUG")
         store = self.redis.store
@@ -182,12 +198,11 @@ class CrawlServices:
             settings.getint("CRAWLER_TRAP_MAX_QUERY_PARAMS"),
         )
         limits = settings.getint("CRAWLER_TRAP_PATTERN_MAX_URLS"), settings.getint("CRAWLER_TRAP_PATTERN_TWINS")
-        counts = (
-            PatternCounts(*limits)
-            if self.redis is None
-            else RedisPatternCounts(*limits, self.redis.link, self.redis.key("traps"))
-        )
-        return TrapGuard(rules, counts)
+        if self.redis is None:
+            return TrapGuard(rules, PatternCounts(*limits))
+        from crawler.traps.patterns_redis import RedisPatternCounts
+
+        return TrapGuard(rules, RedisPatternCounts(*limits, self.redis.link, self.redis.key("traps")))
 
     @cached_property
     def twins(self) -> TwinJudge | None:
@@ -201,6 +216,9 @@ class CrawlServices:
         if self.redis is None:
             index, probes = TwinIndex(distance, capacity), SoftNotFoundProbes(self.crawl_id)
         else:
+            from crawler.twins.index_redis import RedisTwinIndex
+            from crawler.twins.probe import RedisSoftNotFoundProbes
+
             index = RedisTwinIndex(self.redis.link, self.redis.key("twins"), distance, capacity)
             probes = RedisSoftNotFoundProbes(self.crawl_id, self.redis.link, self.redis.key("probed"))
         per_site = settings.getint("CRAWLER_TWIN_STORED_PER_SITE")
@@ -224,6 +242,8 @@ class CrawlServices:
             return None
         if self.redis is None:
             return TokenBuckets(rate, burst)
+        from crawler.ingestion.rate_redis import RedisTokenBuckets
+
         return RedisTokenBuckets(self.redis.link, self.redis.key("ingest"), rate, burst)
 
     @property

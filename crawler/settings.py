@@ -143,7 +143,7 @@ CRAWLER_HTTP2 = False
 ADDONS = {
     "crawler.addons.json_lists.JsonLists": -10,  # first: the others read lists as lists
     "crawler.addons.http2.Http2": 0,
-    "crawler.addons.remote_control.RemoteControlWhenEnabled": 0,
+    "crawler.addons.switched_off.SwitchedOffComponents": 0,
     "crawler.addons.shared_crawl.SharedCrawl": 0,
 }
 # State of domains idle this long is evicted (what they learned is kept); 0: never.

@@ -12,7 +12,7 @@ import logging
 
 from scrapy.settings import BaseSettings
 
-from crawler.redis.connection import redis_enabled
+from crawler.redis import redis_enabled
 
 logger = logging.getLogger(__name__)
 

@@ -18,16 +18,17 @@ import re
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.control.audit_html import DomainAudit, audit_page
-from crawler.control.audit_report import text_report
-from crawler.control.domain_names import NamedDomains, look_up
-from crawler.control.site_audit import in_start_order, summarize
 from crawler.storage import open_backend
 from crawler.storage.observations import logged_requests, robots_decisions
+
+if TYPE_CHECKING:
+    from crawler.control.audit_html import DomainAudit
+    from crawler.control.domain_names import NamedDomains
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -83,6 +84,9 @@ class Command(ScrapyCommand):
             print(f"scrapy audit: no requests logged for {named.name}; {named.hint()}", file=sys.stderr)
             self.exitcode = 1
             return
+        from crawler.control.audit_html import audit_page
+        from crawler.control.audit_report import text_report
+
         if opts.html:
             Path(opts.html).write_text(audit_page(named.name, scope(since, opts.job), audits), encoding="utf-8")
             print(f"HTML report written to {opts.html}", file=sys.stderr)
@@ -95,6 +99,10 @@ class Command(ScrapyCommand):
     async def _audits(
         self, name: str, since: datetime | None, job: str | None, tolerance: float
     ) -> tuple[NamedDomains, list[DomainAudit]]:
+        from crawler.control.audit_html import DomainAudit
+        from crawler.control.domain_names import look_up
+        from crawler.control.site_audit import in_start_order, summarize
+
         backend = open_backend(self.settings.get("DATABASE_URL"))
         await backend.open()
         try:

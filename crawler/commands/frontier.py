@@ -6,13 +6,16 @@ the busiest of them. ``--clear`` deletes a crawl's keys."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.api.frontier_view import FrontierView
-from crawler.redis.connection import redis_enabled
-from crawler.redis.store import FrontierStore
+from crawler.redis import redis_enabled
+
+if TYPE_CHECKING:
+    from crawler.api.frontier_view import FrontierView
+    from crawler.redis.store import FrontierStore
 
 BUSIEST = 3
 """Domains named per crawl in the list of crawls."""
@@ -36,6 +39,8 @@ class Command(ScrapyCommand):
         settings = self.settings
         if not redis_enabled(settings):
             raise UsageError("REDIS_URL is not set: there is no shared frontier to show")
+        from crawler.api.frontier_view import FrontierView
+
         view = FrontierView(settings)
         try:
             if args:

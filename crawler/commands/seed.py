@@ -16,8 +16,7 @@ from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from crawler.frontier.codec import RequestCodec, UnserializableRequest
-from crawler.frontier.queue_redis import QueueEntry
-from crawler.redis.connection import redis_enabled
+from crawler.redis import redis_enabled
 from crawler.services import CrawlServices
 
 
@@ -42,6 +41,8 @@ class Command(ScrapyCommand):
         settings = self.settings
         if not redis_enabled(settings):
             raise UsageError("REDIS_URL is not set: seeds can only be pushed into a shared crawl")
+        from crawler.frontier.queue_redis import QueueEntry
+
         name, urls = args[0], args[1:]
         spidercls = get_spider_loader(settings).load(name)
         if not hasattr(spidercls, "page_request") or name == "sitemap":

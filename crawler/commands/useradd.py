@@ -13,7 +13,6 @@ import sys
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.api.auth import ROLES, save_user
 from crawler.storage import open_backend
 
 MIN_PASSWORD = 8
@@ -24,6 +23,8 @@ class Command(ScrapyCommand):
     requires_crawler_process = False
 
     def syntax(self) -> str:
+        from crawler.api.auth import ROLES
+
         return f"NAME {{{'|'.join(ROLES)}}}  (password on standard input)"
 
     def short_desc(self) -> str:
@@ -33,6 +34,8 @@ class Command(ScrapyCommand):
         if len(args) != 2:
             raise UsageError("name a user and a role")
         name, role = args
+        from crawler.api.auth import ROLES
+
         if role not in ROLES:
             raise UsageError(f"the role must be one of {', '.join(ROLES)}")
         if not 0 < len(name) <= 64 or not name.isprintable():
@@ -54,6 +57,8 @@ def _read_password() -> str:
 
 
 async def _save(database_url: str, name: str, role: str, password: str) -> None:
+    from crawler.api.auth import save_user
+
     db = open_backend(database_url)
     await db.open()
     try:

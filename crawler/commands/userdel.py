@@ -12,7 +12,6 @@ import sys
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.api.auth import end_user_sessions
 from crawler.storage import open_backend
 from crawler.storage.accounts import delete_user
 
@@ -44,6 +43,8 @@ class Command(ScrapyCommand):
 
 
 async def _apply(database_url: str, name: str, sessions_only: bool) -> bool:
+    from crawler.api.auth import end_user_sessions
+
     db = open_backend(database_url)
     await db.open()
     try:

@@ -4,7 +4,7 @@ A full (generation 2) collection walks every tracked object, and a crawl process
 hundred thousand of them from the moment it starts (modules, functions, classes); a pause
 between a request's slot and its write to the socket delivers it late, so the next request of
 its domain arrives early by as much and breaks the domain's spacing. Once the spider is open,
-the objects that exist are collected once and then frozen out of every later collection
+the objects that exist are frozen (the young generations collected first) out of every later collection
 (``gc.freeze``); what the crawl allocates afterwards is collected as usual.
 
 ``CRAWLER_GC_FREEZE`` (default True) turns it on.
@@ -35,7 +35,9 @@ class GcFreeze:
 
     def spider_opened(self) -> None:
         started = time.perf_counter()
-        gc.collect()  # no garbage frozen forever
+        # The young generations only, where fresh garbage is: a full collection here found some
+        # ten unreachable objects among 70,000, for 40 ms of every start.
+        gc.collect(1)
         gc.freeze()
         logger.debug(
             "Froze %d objects out of garbage collection in %.3f s", gc.get_freeze_count(), time.perf_counter() - started

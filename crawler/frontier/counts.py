@@ -10,7 +10,6 @@ from typing import Any
 from scrapy.crawler import Crawler
 
 from crawler.frontier.queue_local import PolitePriorityQueue
-from crawler.redis.link import REDIS_ERRORS
 from crawler.services import CrawlServices
 
 
@@ -27,6 +26,8 @@ class FrontierCounts:
         if self.redis is None:
             scheduler: Any = self.crawler.engine.scheduler if self.crawler.engine is not None else None
             return {"frontier/queued": len(scheduler)} if scheduler is not None else {}
+        from crawler.redis.link import REDIS_ERRORS  # a shared crawl's only: redis-py
+
         link, store = self.redis.link, self.redis.store
         if not self._shared():
             return {}
@@ -59,6 +60,8 @@ class FrontierCounts:
 
     def _shared_loads(self, domains: list[str]) -> dict[str, tuple[int, int]]:
         assert self.redis is not None
+        from crawler.redis.link import REDIS_ERRORS
+
         try:
             return self.redis.store.domain_loads(domains)
         except REDIS_ERRORS:

@@ -18,7 +18,7 @@ import socket
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import scrapy
 from scrapy import Request, signals
@@ -33,8 +33,9 @@ from crawler.recrawl.stored import stored_payload_digest
 from crawler.robots.service import CACHED_RESPONSE_FLAG
 from crawler.warc import ARCHIVED, archived_in
 from crawler.warc.exchange import captured
-from crawler.warc.files import WarcFiles
-from crawler.warc.writer import WarcWriter
+
+if TYPE_CHECKING:
+    from crawler.warc.writer import WarcWriter
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,10 @@ class WarcMiddleware:
         folder = settings.get("CRAWLER_WARC_DIR")
         if not folder:
             raise NotConfigured
+        # Imported once on: Scrapy imports this module in every crawl, and warcio's import is not free.
+        from crawler.warc.files import WarcFiles
+        from crawler.warc.writer import WarcWriter
+
         spider = crawler.spider
         assert spider is not None  # Scrapy makes the spider before the engine and its middlewares
         job_id = getattr(spider, "job_id", spider.name)

@@ -3,10 +3,14 @@ of it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scrapy.settings import BaseSettings
 
 from crawler.politeness.policy import DomainState, Policy, PolicyConfig
-from crawler.redis.store import FrontierConfig
+
+if TYPE_CHECKING:
+    from crawler.redis.store import FrontierConfig
 
 
 def policy_config(settings: BaseSettings) -> PolicyConfig:
@@ -35,6 +39,8 @@ def policy_config(settings: BaseSettings) -> PolicyConfig:
 def frontier_config(settings: BaseSettings) -> FrontierConfig:
     """What the crawl's store in Redis needs of the settings: the pacing of a domain it has no
     state for yet, the robots.txt gate, leases."""
+    from crawler.redis.store import FrontierConfig  # a shared crawl's only: redis-py
+
     policy = Policy(policy_config(settings))
     return FrontierConfig(
         default_delay=policy.effective_delay(DomainState()),

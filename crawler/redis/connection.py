@@ -1,4 +1,4 @@
-"""The crawl's Redis connection: whether one is configured (``REDIS_URL``), the client, and what
+"""The crawl's Redis connection: the client, and what
 one process of a shared crawl holds of it (the client, the I/O link and the crawl's store).
 
 Processes started with the same ``REDIS_URL`` and the same crawl id share one crawl.
@@ -21,13 +21,6 @@ from crawler.redis.keys import crawl_prefix
 from crawler.redis.link import RedisLink
 from crawler.redis.shards import agreed_count
 from crawler.redis.store import FrontierConfig, FrontierStore
-
-
-def redis_enabled(settings: BaseSettings) -> bool:
-    """Whether the crawl is shared through Redis: the one switch between the local components
-    and the Redis ones."""
-    return bool(settings.get("REDIS_URL"))
-
 
 CLUSTER_MODES = ("auto", "on", "off")
 

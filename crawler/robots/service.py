@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -32,13 +33,15 @@ from crawler.guard.proxies import through_proxy
 from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.slots import DOMAIN, HOLDER, RESERVATION, domain_key, robots_holder
 from crawler.robots.cache_local import RobotsCache, RobotsEntry
-from crawler.robots.cache_redis import RedisRobotsCache
 from crawler.robots.rules import MAX_BYTES, RobotsRules
 from crawler.robots.status import no_answer, rules_for_status, unreachable
 from crawler.storage.domains import valid_robots_files
 from crawler.storage.outbox import CrawlStorage
 from crawler.storage.rows import robots_decision_row, robots_row
 from crawler.storage.values import unix_time
+
+if TYPE_CHECKING:
+    from crawler.robots.cache_redis import RedisRobotsCache
 
 logger = logging.getLogger(__name__)
 

@@ -5,13 +5,17 @@ links are not followed unless ``follow_twins``. The trap guard learns which patt
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from crawler.identity import site_of
 from crawler.items import PageItem
 from crawler.traps.guard import TrapGuard
 from crawler.twins.earlier_runs import StoredFingerprints
 from crawler.twins.index_local import Twin, TwinIndex
-from crawler.twins.index_redis import RedisTwinIndex
 from crawler.twins.probe import SoftNotFoundProbes
+
+if TYPE_CHECKING:
+    from crawler.twins.index_redis import RedisTwinIndex
 
 JUDGED_STATUSES = frozenset({"fetched", "unchanged"})
 """Rows whose text is compared: a page fetched again whose text did not change stays

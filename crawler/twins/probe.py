@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from crawler.redis.link import Op, RedisLink
+if TYPE_CHECKING:
+    from crawler.redis.link import RedisLink
 
 
 def probe_path(crawl_id: str) -> str:
@@ -40,7 +42,10 @@ class SoftNotFoundProbes:
 
 class RedisSoftNotFoundProbes(SoftNotFoundProbes):
     def __init__(self, crawl_id: str, link: RedisLink, key: str):
+        from crawler.redis.link import Op  # a shared crawl's only: redis-py
+
         super().__init__(crawl_id)
+        self._op = Op
         self.link = link
         self.key = key
 
@@ -49,4 +54,6 @@ class RedisSoftNotFoundProbes(SoftNotFoundProbes):
             return
         self.probed.add(site)
         key = self.key
-        self.link.submit(Op(send=lambda pipe: pipe.hsetnx(key, site, 1), done=lambda first: probe() if first else None))
+        self.link.submit(
+            self._op(send=lambda pipe: pipe.hsetnx(key, site, 1), done=lambda first: probe() if first else None)
+        )
