@@ -6,7 +6,7 @@ queued is never taken back (that would be a new operation of both frontiers)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 from scrapy.settings import BaseSettings
@@ -14,9 +14,11 @@ from scrapy.settings import BaseSettings
 from crawler.frontier.counts import FrontierCounts
 from crawler.identity import site_of
 from crawler.ingestion.rate import TokenBuckets
-from crawler.ingestion.rate_redis import RedisTokenBuckets
 from crawler.politeness.slots import domain_key
 from crawler.services import CrawlServices
+
+if TYPE_CHECKING:  # a crawl not shared never loads redis-py
+    from crawler.ingestion.rate_redis import RedisTokenBuckets
 
 Dropped = list[tuple[Request, str]]
 
