@@ -31,6 +31,7 @@ RESTART_PAUSE = 2.0
 
 class Backends:
     def __init__(self, folder: Path):
+        self.folder = folder
         # Not under /root: the postgres user must reach the cluster's folder.
         self._pg_root = Path(tempfile.mkdtemp(prefix="crawler-soak-pg-"))
         self.postgres = ThrowawayPostgres(self._pg_root)
@@ -66,6 +67,8 @@ class Backends:
             self.postgres.stop()
         except subprocess.CalledProcessError:
             pass  # not running
+        if (self._pg_root / "log").exists():  # the server's log (deadlocks with their statements) outlives it
+            shutil.copy(self._pg_root / "log", self.folder / "postgres.log")
         shutil.rmtree(self._pg_root, ignore_errors=True)
 
 
