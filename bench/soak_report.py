@@ -129,7 +129,9 @@ class Report:
         print("\nfaults:")
         for fault, began, ended, pid in self.faults:
             exits = Counter(
-                w.status for w in self.workers.incarnations if w.ended is not None and began <= w.ended <= ended + 60
+                w.status
+                for w in self.workers.incarnations
+                if w.ended is not None and began <= w.ended <= min(ended + 60, self.soak.seconds)
             )
             lines = Counter(re.sub(r"\d+(\.\d+)?", "N", text)[:160] for at, text in logged if began <= at <= ended + 30)
             duplicates = sum(
@@ -255,6 +257,7 @@ class Report:
         print(f"prune runs {dict(self.prune.statuses)}; last output: {self.prune.last_output[-300:]!r}")
         loads = self.sampler.loads
         return {
+            "api_stats_p50_ms": _ms(percentile(api.timings["stats"], 0.5)),
             "api_stats_p95_ms": _ms(percentile(api.timings["stats"], 0.95)),
             "api_metrics_p95_ms": _ms(percentile(api.timings["metrics"], 0.95)),
             "api_errors": sum(n for (_, status), n in api.statuses.items() if status != 200),
