@@ -121,7 +121,11 @@ class Soak:
         database = SoakDatabase(self.backends.postgres.url, self.web.port)
         watch = Watch.of(self.web, database, self.interval)
         shared = {"DATABASE_URL": self.backends.crawl_database_url, "REDIS_URL": self.backends.redis.url}
-        serve = Serve(free_port(), self.folder / "serve.log", {**shared, "CRAWLER_API_METRICS_TOKEN": self.token})
+        token_file = self.folder / "metrics.token"  # a file: a token on a command line is seen by anyone's ps
+        token_file.write_text(self.token + "\n")
+        serve = Serve(
+            free_port(), self.folder / "serve.log", {**shared, "CRAWLER_API_METRICS_TOKEN_FILE": str(token_file)}
+        )
         api = ApiWatch(serve.url, self.token)
         sampler = Sampler(database, (self.backends.proxy.port, self.backends.redis.port))  # type: ignore[union-attr]
         prune = Prune(self.folder, shared, retain=max(900.0, 3 * CHECK_EVERY), every=max(60.0, self.seconds / 12))
