@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from bench.realweb import LOG_FORMAT, RealWeb, ServedRequest, parse_log_line
+from tests.helpers import wait_until
 
 CRAWL_DELAY = 2.0
 DEFAULT_DELAY = 1.0
@@ -26,6 +27,8 @@ DEFAULT_DELAY = 1.0
 RETRY_AFTER = 5
 HIDDEN_RATE = "40r/m"
 SLOW_RATE = "50k"
+COMPLETION = "\\t$request_completion"
+"""Appended to the log's format: ``OK`` when the response was sent whole."""
 ROLES = {"crawl_delay": 3, "limited_429": 2, "limited_503": 2, "slow": 2, "outage": 1, "trickle": 1}
 
 
@@ -62,7 +65,7 @@ class SoakWeb(RealWeb):
         self.is_down = down
         self._reload()
         (address,) = self.roles["outage"]
-        self._wait(lambda: _accepts(address, self.port) != down, f"{address} {'down' if down else 'up'}")
+        wait_until(lambda: _accepts(address, self.port) != down, 15, f"nginx: {address} {'down' if down else 'up'}")
 
     def set_trickle(self, trickle: bool) -> None:
         """The trickle host's answers slowed to 1 byte a second (or back to full speed)."""
@@ -84,24 +87,13 @@ class SoakWeb(RealWeb):
         os.kill(self._process.pid, signal.SIGHUP)  # nginx's master re-reads it; old workers finish
         time.sleep(0.5)
 
-    @staticmethod
-    def _wait(condition: object, what: str, timeout: float = 15) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():  # type: ignore[operator]
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"nginx: {what} not within {timeout:.0f} s")
-            time.sleep(0.1)
-
     def _config(self) -> str:
-        assert self.folder is not None
-        folder = self.folder
         listening = [a for a in self.addresses if not (self.is_down and a in self.roles["outage"])]
         listens = "\n".join(f"    listen {address}:{self.port};" for address in listening)
         limited = self.roles["limited_429"] + self.roles["limited_503"]
         rates = {a: SLOW_RATE for a in self.roles["slow"]}
         if self.is_trickling:
             rates |= {a: "1" for a in self.roles["trickle"]}
-        temp = folder / "temp"
         maps = "\n".join(
             (
                 _map("$limit_key", {a: "$server_addr" for a in limited}),
@@ -110,29 +102,9 @@ class SoakWeb(RealWeb):
                 _map("$rate", rates, default="0"),
             )
         )
+        head = self.http_head(LOG_FORMAT + COMPLETION)
         return f"""
-worker_processes 1;
-daemon off;
-pid {folder}/nginx.pid;
-error_log {folder}/error.log warn;
-worker_rlimit_nofile 16384;
-events {{ worker_connections 8192; }}
-http {{
-  include /etc/nginx/mime.types;
-  default_type application/octet-stream;
-  log_format soak "{LOG_FORMAT}\\t$request_completion";
-  access_log {folder}/access.log soak;
-  client_body_temp_path {temp}/body; proxy_temp_path {temp}/proxy; fastcgi_temp_path {temp}/fastcgi;
-  uwsgi_temp_path {temp}/uwsgi; scgi_temp_path {temp}/scgi;
-  sendfile on;
-  tcp_nopush on;
-  keepalive_timeout 15;
-  keepalive_requests 100000;
-  server_tokens off;
-  gzip on;
-  gzip_static on;
-  gzip_vary on;
-  gzip_types text/plain text/css text/xml application/xml application/javascript application/json;
+{head}
 {maps}
   # A request with an empty key is not counted: only the limited hosts have a limit.
   limit_req_zone $limit_key zone=hidden:1m rate={HIDDEN_RATE};
