@@ -324,6 +324,39 @@ class RealWeb:
                 time.sleep(0.05)
         raise RuntimeError(f"nginx is not answering on {self.addresses[-1]}:{self.port}")
 
+    def http_head(self, log_format: str) -> str:
+        """nginx's configuration up to the http block's own maps and servers (left open): its
+        processes, the access log in ``log_format``, how it sends and compresses."""
+        assert self.folder is not None
+        folder = self.folder
+        temp = folder / "temp"
+        open_files = _open_files_allowed()
+        return f"""worker_processes {self.workers};
+daemon off;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log warn;
+worker_rlimit_nofile {open_files};
+events {{ worker_connections {open_files - _FILES_IN_USE}; }}
+http {{
+  include /etc/nginx/mime.types;
+  default_type application/octet-stream;
+  log_format realweb "{log_format}";
+  access_log {folder}/access.log realweb;
+  client_body_temp_path {temp}/body; proxy_temp_path {temp}/proxy; fastcgi_temp_path {temp}/fastcgi;
+  uwsgi_temp_path {temp}/uwsgi; scgi_temp_path {temp}/scgi;
+  sendfile on;
+  tcp_nopush on;
+  # Short, as many servers keep an idle connection: here one nginx plays every host, and each
+  # host's idle connection holds a slot of the same worker (65 s filled the 16,384 slots of a
+  # 10,000-host crawl, and nginx refused connections).
+  keepalive_timeout 15;
+  keepalive_requests 100000;
+  server_tokens off;
+  gzip on;
+  gzip_static on;
+  gzip_vary on;
+  gzip_types text/plain text/css text/xml application/xml application/javascript application/json;"""
+
     def _config(self) -> str:
         assert self.folder is not None
         folder = self.folder
@@ -339,40 +372,14 @@ class RealWeb:
             for address in self.addresses
             if address in self.delays
         )
-        temp = folder / "temp"
         robots = (
             '      default_type text/plain;\n      return 200 "User-agent: *\\n${crawl_delay_line}Sitemap: '
             '$scheme://$http_host/sitemap.xml\\n";'
             if self.robots
             else "      return 404;"
         )
-        open_files = _open_files_allowed()
         return f"""
-worker_processes {self.workers};
-daemon off;
-pid {folder}/nginx.pid;
-error_log {folder}/error.log warn;
-worker_rlimit_nofile {open_files};
-events {{ worker_connections {open_files - _FILES_IN_USE}; }}
-http {{
-  include /etc/nginx/mime.types;
-  default_type application/octet-stream;
-  log_format realweb "{LOG_FORMAT}";
-  access_log {folder}/access.log realweb;
-  client_body_temp_path {temp}/body; proxy_temp_path {temp}/proxy; fastcgi_temp_path {temp}/fastcgi;
-  uwsgi_temp_path {temp}/uwsgi; scgi_temp_path {temp}/scgi;
-  sendfile on;
-  tcp_nopush on;
-  # Short, as many servers keep an idle connection: here one nginx plays every host, and each
-  # host's idle connection holds a slot of the same worker (65 s filled the 16,384 slots of a
-  # 10,000-host crawl, and nginx refused connections).
-  keepalive_timeout 15;
-  keepalive_requests 100000;
-  server_tokens off;
-  gzip on;
-  gzip_static on;
-  gzip_vary on;
-  gzip_types text/plain text/css text/xml application/xml application/javascript application/json;
+{self.http_head(LOG_FORMAT)}
   {tls}
   map $server_addr $crawl_delay_line {{
     default "{_crawl_delay_line(self.crawl_delay)}";

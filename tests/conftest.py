@@ -92,6 +92,8 @@ WEB_SITES = {
     # Sites no crawl exhausts: a crawl of them runs at the pace of its delay until stopped.
     "endless-a": "paced:pages=1000000",
     "endless-b": "paced:pages=1000000",
+    # Paced slowly enough that a worker stopped for a few seconds comes back mid-crawl.
+    "stoppable": "paced:crawl_delay=0.2,pages=200",
 }
 
 

@@ -4,6 +4,8 @@ stable scale, and seed 002's three alerts at their thresholds."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from crawler.api.figures import (
@@ -19,6 +21,7 @@ from crawler.api.figures import (
     success_rate,
     totals,
 )
+from crawler.api.overview import mark_liveness
 
 S200, S429, S503 = (f"downloader/response_status_count/{s}" for s in (200, 429, 503))
 
@@ -117,6 +120,27 @@ def test_a_silent_worker_is_a_worker_crash() -> None:
     found = alerts([], ["w-1", "w-2"], 120.0)
     assert [a.name for a in found] == ["worker_crash", "worker_crash"]
     assert "w-2" in found[1].message and "120 s" in found[1].message
+
+
+def test_a_silent_worker_is_a_crash_until_a_process_of_its_crawl_starts_after_it() -> None:
+    def row(worker: str, crawl: str | None, started: float, heard: float) -> dict[str, object]:
+        stamp = {"started_at": started, "heartbeat_at": heard}
+        return {"worker_id": worker, "crawl_id": crawl, "state": "running", "stats": {}} | {
+            name: datetime.fromtimestamp(at, UTC).isoformat() for name, at in stamp.items()
+        }
+
+    killed = row("killed", "c", 0.0, 100.0)
+    alongside = row("alongside", "c", 50.0, 995.0)  # started before the other fell silent
+    lonely = row("lonely", "d", 0.0, 100.0)
+    unnamed = row("unnamed", None, 0.0, 100.0)
+    assert mark_liveness([killed, alongside, lonely, unnamed], now=1000.0, timeout=120.0) == [
+        "killed",
+        "lonely",
+        "unnamed",
+    ]
+    assert alongside["live"] and not killed["live"]
+    started_again = row("started-again", "c", 400.0, 995.0)
+    assert mark_liveness([killed, alongside, started_again, lonely], now=1000.0, timeout=120.0) == ["lonely"]
 
 
 def _steady(worker: str, first: float, last: float, per_second: float, every: float = 5.0) -> list[Sample]:

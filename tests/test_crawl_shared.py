@@ -5,6 +5,7 @@ Asserted from the server's own request log and the rows."""
 from __future__ import annotations
 
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -139,6 +140,34 @@ def test_workers_killed_at_five_random_moments_lose_nothing(
     assert sum(leases_at_kills) > 0, "no kill happened while work was leased"
     print(f"seed {seed}: {duplicates} duplicate fetches, leases outstanding at the kills {leases_at_kills}")
     assert duplicates <= sum(leases_at_kills), (seed, duplicates, leases_at_kills)
+
+
+def test_a_worker_stopped_past_its_leases_sends_nothing_early_when_continued(
+    web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path
+) -> None:
+    web.clear()
+    settings = _shared(crawl_name, CRAWLER_LEASE_SECONDS="3", CRAWLER_BATCH_SECONDS="0.2")
+    leases = f"{crawl_keys(crawl_name)}:leases"
+    client = redis.Redis.from_url(REDIS_URL)
+    logs = [tmp_path / "stopped.log", tmp_path / "other.log"]
+    stopped = start_crawl("links", postgres_database, logs[0], url=web.url("stoppable"), settings=settings)
+    wait_until(lambda: len(web.log("stoppable")) >= 10, 90, "the first worker crawling")
+    while True:  # stopped while it holds work handed out to it (the only worker yet)
+        stopped.send_signal(signal.SIGSTOP)
+        if client.zcard(leases) > 0:
+            break
+        stopped.send_signal(signal.SIGCONT)
+        time.sleep(0.05)
+    other = start_crawl("links", postgres_database, logs[1], url=web.url("stoppable"), settings=settings)
+    served = len(web.log("stoppable"))
+    # The other worker reclaims the stopped one's leases (3 s) and paces the site meanwhile.
+    wait_until(lambda: len(web.log("stoppable")) >= served + 15, 90, "the other worker crawling")
+    stopped.send_signal(signal.SIGCONT)
+    _finish([stopped, other], logs)
+    starts = sorted(entry.start for entry in web.log("stoppable"))
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert min(gaps) >= 0.2 - TOLERANCE, sorted(gaps)[:5]  # Crawl-delay 0.2, whoever sent them
+    assert _rows_by_path(postgres_database, web, "stoppable").keys() == _page_paths(200)
 
 
 def test_a_flushed_frontier_stops_every_worker_with_its_own_status(

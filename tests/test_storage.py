@@ -262,3 +262,27 @@ def test_the_inbox_gives_back_what_dead_processes_took_and_purges_and_clears_say
         ("http://e.example/0",),
         ("http://e.example/3",),
     ]
+
+
+def test_batches_of_two_processes_updating_the_same_rows_in_other_orders_do_not_deadlock(
+    postgres_database: Database,
+) -> None:
+    domains = [f"site-{n:03d}.example:80" for n in range(200)]
+    now = datetime.now(UTC)
+
+    def snapshots(order: list[str]) -> Batch:
+        return Batch(domain_state=[(d, 1.0, None, 0.0, 0.0, None, "closed", 0, 0, 1, 0, 0, now) for d in order])
+
+    async def scenario() -> None:
+        backends = [open_backend(postgres_database.url) for _ in range(2)]
+        for backend in backends:
+            await backend.open()
+        try:
+            for _ in range(10):
+                await asyncio.gather(backends[0].write(snapshots(domains)), backends[1].write(snapshots(domains[::-1])))
+        finally:
+            for backend in backends:
+                await backend.close()
+
+    asyncio.run(scenario())
+    assert postgres_database.query("SELECT COUNT(*), SUM(pages) FROM domain_state") == [(200, 2 * 10 * 200)]

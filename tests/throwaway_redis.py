@@ -32,9 +32,14 @@ def redis_server_command(root: Path, port: int) -> list[str]:
 
 
 class ThrowawayRedis:
-    def __init__(self, root: Path, *, persistent: bool = True, modules: Sequence[str] = ()):
+    def __init__(
+        self, root: Path, *, persistent: bool = True, appendfsync: str = "always", modules: Sequence[str] = ()
+    ):
+        """``appendfsync``: ``always`` (tests: nothing lost even when killed) or ``everysec``
+        (what the README recommends in production)."""
         self.root = root
         self.persistent = persistent
+        self.appendfsync = appendfsync
         self.modules = list(modules)
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
@@ -47,7 +52,7 @@ class ThrowawayRedis:
             "--appendonly",
             "yes" if self.persistent else "no",
             "--appendfsync",
-            "always",
+            self.appendfsync,
             "--save",
             "",
             "--daemonize",

@@ -93,14 +93,22 @@ def _minutes(samples: list[figures.Sample], now: float, stopped: set[str]) -> li
 
 def mark_liveness(processes: list[dict[str, Any]], now: float, timeout: float) -> list[str]:
     """Complete ``workers`` rows: their stats' numbers, heartbeat age, whether ``live``; the
-    ids of those that stopped sending heartbeats without finishing."""
+    ids of those that stopped sending heartbeats without finishing, and that no process of
+    their crawl started after (a killed worker started again, the next run from cron, resolve
+    the alert; their rows stay for ever, so it would never end)."""
+    latest_start: dict[str, float] = {}
+    for worker in processes:
+        if (crawl := worker.get("crawl_id")) is not None:
+            started = unix_time(worker["started_at"]) or 0.0
+            latest_start[crawl] = max(latest_start.get(crawl, 0.0), started)
     stale = []
     for worker in processes:
         worker["stats"] = figures.numeric(worker["stats"])
         heartbeat = unix_time(worker["heartbeat_at"]) or 0.0
         worker["heartbeat_age"] = round(now - heartbeat, 3)
         worker["live"] = figures.is_live(worker["state"], heartbeat, now, timeout)
-        if worker["state"] in figures.LIVE_STATES and not worker["live"]:
+        replaced = latest_start.get(worker.get("crawl_id") or "", 0.0) > heartbeat
+        if worker["state"] in figures.LIVE_STATES and not worker["live"] and not replaced:
             stale.append(worker["worker_id"])
     return stale
 

@@ -5,6 +5,7 @@
   (``CRAWLER_HANDOUT_LEAD_SECONDS``: the frontier hands it out ahead of its slot), and until a
   block (a 429) ends: it may have been waiting in Scrapy's downloader or a middleware when the
   answer that blocked the domain arrived;
+- a shared request held past half its lease leaves only with a live slot (``held_slot.py``);
 - a connection the guarded resolver refused is reported as ``BlockedByPolicy`` with its reason,
   not as a failed lookup to retry.
 """
@@ -20,6 +21,7 @@ from scrapy.exceptions import CannotResolveHostError
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
+from crawler.download.held_slot import HeldSlotCheck
 from crawler.guard.blocked import refuse
 from crawler.guard.resolver import installed_resolver
 from crawler.politeness.slots import DOMAIN, LEAVE_AT
@@ -31,6 +33,7 @@ class DepartureGate:
         self.crawler = crawler
         self.services = CrawlServices.of(crawler)
         self.limiter = self.services.limiter
+        self.held_slot = HeldSlotCheck(crawler)
         self.spacing_margin = crawler.settings.getfloat("CRAWLER_SPACING_MARGIN")
 
     async def download(self, request: Request, send: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -38,6 +41,7 @@ class DepartureGate:
         domain = request.meta.get(DOMAIN)
         if domain is not None:
             await self._departure_time_came(domain, request.meta.get(LEAVE_AT, 0.0))
+            await self.held_slot.keep_or_renew(domain, request)
         try:
             return await send(request)
         except CannotResolveHostError:

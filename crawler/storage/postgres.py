@@ -3,16 +3,17 @@ asyncio loop (no thread, no blocking call)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from crawler.storage.backend import Batch, StorageBackend, StorageRefused, StorageUnavailable
-from crawler.storage.schema import migration_statements, write_statements
+from crawler.storage.schema import migration_statements, upsert_key_positions, write_statements
 
 _WRITE = write_statements("%s")
+_KEYS = upsert_key_positions()
 # Any constant will do: it serialises schema migrations of processes that start together.
 _MIGRATION_LOCK = 72_401_337
 # Answers of a server that is there but cannot take the connection now (SQLSTATE 57P03, 53300);
@@ -84,6 +85,8 @@ class PostgresBackend(StorageBackend):
         async with self._connection() as connection, connection.transaction(), connection.cursor() as cursor:
             for kind, sql in _WRITE.items():
                 rows = getattr(batch, kind)
+                if rows and kind in _KEYS:
+                    rows = sorted(rows, key=_key_of(_KEYS[kind]))  # stable: one key's rows keep their order
                 if rows:
                     await cursor.executemany(sql, rows)
 
@@ -102,6 +105,10 @@ class PostgresBackend(StorageBackend):
             return
         async with self._connection() as connection:  # autocommit: VACUUM cannot run in a transaction
             await connection.execute(f"VACUUM (ANALYZE) {', '.join(tables)}")
+
+
+def _key_of(positions: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    return lambda row: tuple(row[i] for i in positions)
 
 
 def _refused(message: str) -> bool:

@@ -493,9 +493,43 @@ def insert_sql(
     return f"{sql} ON CONFLICT ({key}) DO UPDATE SET {updates}"
 
 
+UPSERT_KEYS: dict[str, tuple[str, ...]] = {
+    "pages": ("url_hash",),
+    "new_pages": ("url_hash",),
+    "sitemap_entries": ("sitemap_url", "url_hash"),
+    "domains": ("domain",),
+    "robots": ("domain",),
+    "workers": ("worker_id",),
+    "domain_state": ("domain",),
+}
+"""The conflict key of each kind of row written as an upsert."""
+
+
+def _row_columns() -> dict[str, tuple[str, ...]]:
+    pages = (*PAGE_COLUMNS, "discovered_at", "error_count")
+    return {
+        "pages": pages,
+        "new_pages": pages,
+        "sitemap_entries": SITEMAP_ENTRY_COLUMNS,
+        "domains": DOMAIN_COLUMNS,
+        "robots": ROBOTS_COLUMNS,
+        "workers": WORKER_COLUMNS,
+        "domain_state": DOMAIN_STATE_COLUMNS,
+    }
+
+
+def upsert_key_positions() -> dict[str, tuple[int, ...]]:
+    """Where each upserted kind's key sits in its rows. Rows written in the order of their keys
+    take their row locks in one order in every process: two workers' batches updating the same
+    domains in different orders deadlocked on PostgreSQL (a soak of three workers, after a pause)."""
+    columns = _row_columns()
+    return {kind: tuple(columns[kind].index(column) for column in key) for kind, key in UPSERT_KEYS.items()}
+
+
 def write_statements(placeholder: str) -> dict[str, str]:
     """The statement that writes each kind of row of a ``Batch``, in writing order."""
-    pages = (*PAGE_COLUMNS, "discovered_at", "error_count")
+    pages = _row_columns()["pages"]
+    key = {kind: ", ".join(columns) for kind, columns in UPSERT_KEYS.items()}
     return {
         # The first discovery time is kept; error_count counts consecutive failed fetches; a
         # failed or unchanged visit keeps the last good content.
@@ -503,7 +537,7 @@ def write_statements(placeholder: str) -> dict[str, str]:
             "pages",
             pages,
             placeholder,
-            key="url_hash",
+            key=key["pages"],
             update=VISIT_COLUMNS,
             extra=(
                 *(_kept_when(c, CONTENT_KEEPING_STATUSES) for c in CONTENT_COLUMNS),
@@ -516,24 +550,24 @@ def write_statements(placeholder: str) -> dict[str, str]:
             ),
         ),
         # A URL skipped now must not replace what an earlier crawl stored.
-        "new_pages": insert_sql("pages", pages, placeholder, key="url_hash"),
+        "new_pages": insert_sql("pages", pages, placeholder, key=key["new_pages"]),
         "sitemap_entries": insert_sql(
             "sitemap_entries",
             SITEMAP_ENTRY_COLUMNS,
             placeholder,
-            key="sitemap_url, url_hash",
+            key=key["sitemap_entries"],
             update=("lastmod", "changefreq", "priority", "job_id"),
         ),
-        "domains": insert_sql("domains", DOMAIN_COLUMNS, placeholder, key="domain", update=DOMAIN_COLUMNS[1:]),
-        "robots": insert_sql("domains", ROBOTS_COLUMNS, placeholder, key="domain", update=ROBOTS_COLUMNS[1:]),
+        "domains": insert_sql("domains", DOMAIN_COLUMNS, placeholder, key=key["domains"], update=DOMAIN_COLUMNS[1:]),
+        "robots": insert_sql("domains", ROBOTS_COLUMNS, placeholder, key=key["robots"], update=ROBOTS_COLUMNS[1:]),
         "robots_decisions": insert_sql("robots_decisions", ROBOTS_DECISION_COLUMNS, placeholder),
-        "workers": insert_sql("workers", WORKER_COLUMNS, placeholder, key="worker_id", update=WORKER_COLUMNS[1:]),
+        "workers": insert_sql("workers", WORKER_COLUMNS, placeholder, key=key["workers"], update=WORKER_COLUMNS[1:]),
         "stats_samples": insert_sql("stats_samples", STATS_SAMPLE_COLUMNS, placeholder),
         "domain_state": insert_sql(
             "domain_state",
             DOMAIN_STATE_COLUMNS,
             placeholder,
-            key="domain",
+            key=key["domain_state"],
             update=tuple(c for c in DOMAIN_STATE_COLUMNS[1:] if c not in DOMAIN_STATE_COUNTERS),
             extra=tuple(f"{c} = domain_state.{c} + excluded.{c}" for c in DOMAIN_STATE_COUNTERS),
         ),
