@@ -385,8 +385,14 @@ class FrontierStore:
     def complete(self) -> int:
         """Delete every key of the ended crawl but its mark, which says so for an hour to the
         workers still open; the number deleted (its shard count too: the next run chooses)."""
-        deleted = self.delete_all(keep={self.key("born").encode()})
-        self.client.set(self.key("born"), COMPLETE, ex=COMPLETE_SECONDS)
+        marks = self._marks()
+        deleted = self.delete_all(keep=set(marks))
+        # The shards' marks say so too: a worker still open may yet reserve a slot of a domain
+        # (a soft-404 probe it kept), which a vanished mark would refuse for ever.
+        with self.client.pipeline(transaction=False) as pipe:
+            for mark in marks:
+                pipe.set(mark, COMPLETE, ex=COMPLETE_SECONDS)
+            pipe.execute()
         return deleted
 
 
