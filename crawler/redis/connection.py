@@ -20,7 +20,7 @@ from scrapy.settings import BaseSettings
 from crawler.redis.keys import crawl_prefix
 from crawler.redis.link import RedisLink
 from crawler.redis.shards import agreed_count
-from crawler.redis.store import DEFAULT_SHARDS, FrontierConfig, FrontierStore
+from crawler.redis.store import FrontierConfig, FrontierStore
 
 CLUSTER_MODES = ("auto", "on", "off")
 
@@ -68,12 +68,7 @@ class CrawlRedis:
     def __init__(self, settings: BaseSettings, crawl: str, config: FrontierConfig):
         self.client = redis_client(settings)
         self.prefix = crawl_prefix(settings, crawl)
-        wanted = settings.getint("CRAWLER_REDIS_SHARDS") or (
-            # 0: as many as spread a crawl over a cluster's masters; one on a single Redis, where
-            # shards spread nothing and a lone domain's shard is asked by every worker at once.
-            DEFAULT_SHARDS if isinstance(self.client, RedisCluster) else 1
-        )
-        shards = agreed_count(self.client, f"{self.prefix}:shards", wanted)
+        shards = agreed_count(self.client, f"{self.prefix}:shards", settings.getint("CRAWLER_REDIS_SHARDS"))
         self.store = FrontierStore(self.client, self.prefix, config, shards=shards)
         self.link = RedisLink(self.client)
         """Started off the reactor by the scheduler of a crawl process; at once until then."""
