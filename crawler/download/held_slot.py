@@ -53,9 +53,7 @@ class HeldSlotCheck:
     async def _renewed(self, domain: str, key: str) -> bool:
         assert self.redis is not None
         store = self.redis.store
-        return bool(
-            await self.redis.link.answer(lambda pipe: store.call_in(store.shard_of(domain), "renew", key, client=pipe))
-        )
+        return bool(await self.redis.link.answer(lambda pipe: store.renew([key], domain, client=pipe)))
 
     async def _fresh_slot(self, domain: str, holder: str) -> Any:
         while (reservation := self.limiter.try_start(domain, holder)) is None:

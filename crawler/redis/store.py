@@ -242,14 +242,15 @@ class FrontierStore:
         if keys:
             self.call_in(self.shard_of(domain), "release", int(returned), *keys)
 
-    def renew(self, keys: Iterable[str], domain: str) -> int:
-        """Extend the leases of ``domain`` still held; how many were."""
-        return self.renew_in(self.shard_of(domain), keys)
+    def renew(self, keys: Iterable[str], domain: str, client: Any = None) -> int:
+        """Extend the leases of ``domain`` still held; how many were (or, with a pipeline as
+        ``client``, queue it there)."""
+        return self.renew_in(self.shard_of(domain), keys, client)
 
-    def renew_in(self, shard: str, keys: Iterable[str]) -> int:
+    def renew_in(self, shard: str, keys: Iterable[str], client: Any = None) -> int:
         """Extend the leases of ``shard`` still held; how many were."""
         keys = list(keys)
-        return self.call_in(shard, "renew", *keys) if keys else 0
+        return self.call_in(shard, "renew", *keys, client=client) if keys else 0
 
     def sizes(self, *, beat: bool = False) -> FrontierSizes:
         """The sum of the shards'; ``beat``: asked by a worker of the crawl, which keeps the
