@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from crawler import exitcodes
+from crawler import settings as default_settings
 from crawler.redis.shards import shard_pattern
 from tests.conftest import REDIS_URL
 from tests.helpers import (
@@ -86,13 +87,16 @@ def test_the_same_command_three_times_is_one_polite_crawl(
     assert len(jobs) == 3
     fetched_by = Counter(row["job_id"] for row in rows.values())
     assert len(fetched_by) >= 2, fetched_by  # the work was shared
-    # Complete: cleared, but for the mark that tells the workers still open that it ended.
+    # Complete: cleared, but for the marks (the crawl's and each shard's) that tell the workers
+    # still open that it ended, for a while.
     client = redis.Redis.from_url(REDIS_URL)
     assert list(client.scan_iter(match=f"{crawl_keys(crawl_name)}:*")) == [f"{crawl_keys(crawl_name)}:born".encode()]
-    assert list(client.scan_iter(match=shard_pattern(crawl_keys(crawl_name)))) == []
-    assert (
-        client.get(f"{crawl_keys(crawl_name)}:born") == b"complete" and client.ttl(f"{crawl_keys(crawl_name)}:born") > 0
+    shard_keys = list(client.scan_iter(match=shard_pattern(crawl_keys(crawl_name))))
+    assert len(shard_keys) == default_settings.CRAWLER_REDIS_SHARDS and all(
+        key.endswith(b"}:born") for key in shard_keys
     )
+    for mark in [f"{crawl_keys(crawl_name)}:born".encode(), *shard_keys]:
+        assert client.get(mark) == b"complete" and client.ttl(mark) > 0, mark
 
 
 def test_workers_killed_at_five_random_moments_lose_nothing(
@@ -147,14 +151,13 @@ def test_a_worker_stopped_past_its_leases_sends_nothing_early_when_continued(
 ) -> None:
     web.clear()
     settings = _shared(crawl_name, CRAWLER_LEASE_SECONDS="3", CRAWLER_BATCH_SECONDS="0.2")
-    leases = f"{crawl_keys(crawl_name)}:leases"
     client = redis.Redis.from_url(REDIS_URL)
     logs = [tmp_path / "stopped.log", tmp_path / "other.log"]
     stopped = start_crawl("links", postgres_database, logs[0], url=web.url("stoppable"), settings=settings)
     wait_until(lambda: len(web.log("stoppable")) >= 10, 90, "the first worker crawling")
     while True:  # stopped while it holds work handed out to it (the only worker yet)
         stopped.send_signal(signal.SIGSTOP)
-        if client.zcard(leases) > 0:
+        if crawl_store(client, crawl_name).sizes().leased > 0:
             break
         stopped.send_signal(signal.SIGCONT)
         time.sleep(0.05)
