@@ -40,8 +40,12 @@ def postgres() -> Iterator[ThrowawayPostgres]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _start_crawl(web: TestWeb, url: str, tmp_path: Path, **settings: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "scrapy", "crawl", "links", "-a", f"url={web.url('heavy')}"]
+def _start_crawl(
+    web: TestWeb, url: str, tmp_path: Path, seeds: str | None = None, **settings: str
+) -> subprocess.Popen[str]:
+    """A crawl of the heavy site, or of ``seeds`` (the spider argument: ``url=…`` or
+    ``seeds_file=…``)."""
+    command = [sys.executable, "-m", "scrapy", "crawl", "links", "-a", seeds or f"url={web.url('heavy')}"]
     for name, value in {**FAST, "DATABASE_URL": url, "CRAWLER_UNSAVED_ROWS_DIR": str(tmp_path), **settings}.items():
         command += ["-s", f"{name}={value}"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -76,6 +80,11 @@ def _wait_for_rows(url: str, at_least: int, timeout: float = 60) -> None:
             pass
         time.sleep(0.2)
     raise AssertionError(f"fewer than {at_least} rows after {timeout} s")
+
+
+def _fetched_rows(url: str) -> set[str]:
+    # (the home page and /p/0 are the same page: one of them is a duplicate row)
+    return {url for (url,) in Database(url).query("SELECT url FROM pages WHERE status IN ('fetched', 'duplicate')")}
 
 
 def _requested_pages(web: TestWeb) -> set[str]:
@@ -137,3 +146,32 @@ def test_sigterm_during_an_outage_exits_non_zero(web: TestWeb, postgres: Throwaw
     stderr = _finish(crawl, timeout=60, status=exitcodes.STOPPED)
     assert "rows were written to" in stderr
     assert list(tmp_path.glob("unsaved-rows-*.jsonl"))
+
+
+def test_a_recrawl_waits_for_the_database_rather_than_fetch_pages_not_due(
+    web: TestWeb, postgres: ThrowawayPostgres, tmp_path: Path
+) -> None:
+    web.clear()
+    # The first run stores pages /p/50 to /p/99, which the second run reaches only through pages
+    # it fetches: it looks them up while it crawls, not all at its start.
+    known = [web.url("budgeted", f"/p/{n}") for n in range(50, 100)]
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("\n".join(known) + "\n")
+    first = _start_crawl(web, postgres.url, tmp_path, f"seeds_file={seeds}", CRAWLER_MAX_PAGES="50")
+    _finish(first, timeout=120)
+    assert _fetched_rows(postgres.url) == set(known)
+    web.clear()
+    again = _start_crawl(web, postgres.url, tmp_path, f"url={web.url('budgeted')}", CRAWLER_DEFAULT_DELAY="0.2")
+    deadline = time.monotonic() + 60
+    while not any(entry.path == "/p/6" for entry in web.log("budgeted")):
+        assert time.monotonic() < deadline, "the second run never reached /p/6"
+        time.sleep(0.02)
+    postgres.stop()  # before the pages that link to the known ones (/p/10 to /p/19) are parsed
+    time.sleep(6)
+    postgres.start()
+    stderr = _finish(again)
+    fetched = {web.url("budgeted", entry.path) for entry in web.log("budgeted") if entry.path != "/robots.txt"}
+    assert fetched.isdisjoint(known), sorted(fetched & set(known))  # not due: none fetched again
+    assert "they wait for the database" in stderr and "can be read again" in stderr
+    stored = _fetched_rows(postgres.url)
+    assert stored == fetched | set(known) and len(stored) == 101  # the home page and /p/0 to /p/99

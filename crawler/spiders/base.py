@@ -31,10 +31,10 @@ from crawler.items import PageItem
 from crawler.outcomes import OutcomeRecorder
 from crawler.recrawl.schedule import RevisitPolicy, RevisitSchedule
 from crawler.recrawl.stored import StoredPage, StoredPages, history_of
+from crawler.recrawl.waiting_reads import WaitingReads
 from crawler.services import CrawlServices
 from crawler.spiders.backpressure import Backpressure
 from crawler.spiders.twins import TrapsAndTwins
-from crawler.storage import StorageUnavailable
 from crawler.storage.pages import QUERY_SIZE
 
 T = TypeVar("T")
@@ -124,6 +124,7 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
         every URL the job discovers, as ``seen``)."""
         self.database_had_pages: bool | None = None
         """Whether the database held pages when the job first planned (None: not asked yet)."""
+        self.stored_reads = WaitingReads(crawler)
         self.revisits = RevisitSchedule(
             RevisitPolicy(
                 min_interval=settings.getfloat("CRAWLER_RECRAWL_MIN_INTERVAL"),
@@ -283,8 +284,9 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
         storage = self.services.open_storage
         if storage is None or not batch:
             return {}
-        try:
-            stored = StoredPages(storage.backend)
+        stored = StoredPages(storage.backend)
+
+        async def read() -> dict[str, StoredPage]:
             if self.database_had_pages is None:
                 self.database_had_pages = await stored.any()
             if not self.database_had_pages:
@@ -293,30 +295,22 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
                 return {}
             self.crawler.stats.inc_value("recrawl/lookups")
             return await stored.load(batch)
-        except StorageUnavailable as exc:
-            # Better fetched in full than not at all: the crawl goes on as a first crawl would.
-            self._lookup_failed(exc)
-            return {}
+
+        return await self.stored_reads.read(read) or {}
 
     async def _stored_link_candidates(self, pages: list[Candidate]) -> list[Candidate]:
         storage = self.services.open_storage
         if storage is None:
             return []
-        try:
-            stored = await StoredPages(storage.backend).links(page.url for page in pages)
-        except StorageUnavailable as exc:
-            self._lookup_failed(exc)
-            return []
+        stored = (
+            await self.stored_reads.read(lambda: StoredPages(storage.backend).links(page.url for page in pages)) or {}
+        )
         candidates = []
         for page in pages:
             links = stored.get(page.url, [])
             self.crawler.stats.inc_value("recrawl/stored_links", len(links))
             candidates.extend(self.link_candidates(page.url, page.depth, links))
         return candidates
-
-    def _lookup_failed(self, exc: StorageUnavailable) -> None:
-        self.crawler.stats.inc_value("recrawl/lookup_failed")
-        self.logger.warning("Could not read what is stored of the pages to schedule (%s): scheduling them as new", exc)
 
     def link_candidates(self, url: str, depth: int, links: Iterable[str]) -> list[Candidate]:
         """Candidates for the links of the page at ``url``: within the depth limit and the
