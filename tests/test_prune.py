@@ -26,6 +26,7 @@ POLICY = RetentionPolicy(
     bodies_days=60,
     request_log_days=14,
     stats_samples_days=14,
+    workers_days=14,
     batch_size=7,
 )
 
@@ -70,6 +71,12 @@ async def _fill(database: Database) -> None:
             "INSERT INTO crawl_jobs (id, spider, seeds, started_at, finished_at, status) VALUES (?, 'links', '', ?, ?, ?)",
             (f"job-{n}", NOW - timedelta(days=200), finished, "running" if finished is None else "finished"),
         )
+    for n in range(20):  # one worker row a day, the first still running
+        await backend.execute(
+            "INSERT INTO workers (worker_id, job_id, spider, hostname, pid, started_at, heartbeat_at, state)"
+            " VALUES (?, 'j', 'links', 'h', ?, ?, ?, ?)",
+            (f"w{n}", n, NOW - timedelta(days=n + 1), NOW - timedelta(days=n), "running" if n < 16 else "finished"),
+        )
     await backend.close()
 
 
@@ -88,6 +95,9 @@ def test_prune_leaves_what_the_settings_keep(database: Database) -> None:
     assert bodyless == {f"http://e.example/p/{n}" for n in range(61, 100)} and removed["bodies of old pages"] == 39
     assert {job for (job,) in database.query("SELECT id FROM crawl_jobs")} == {"job-0", "job-2"}
     assert removed["finished jobs"] == 1
+    # silent for over 14 days: gone, whatever state its last write left (a killed one says running)
+    assert {worker for (worker,) in database.query("SELECT worker_id FROM workers")} == {f"w{n}" for n in range(15)}
+    assert removed["workers"] == 5
     assert removed["request log"] == 0 and removed["stats samples"] == 0
 
     second = asyncio.run(_prune(database))

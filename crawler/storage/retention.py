@@ -2,7 +2,7 @@
 keep, deleted in bounded batches so that no statement holds its locks for long.
 
 Tables with an integer ``id`` are walked by ranges of ids (one index range scan per batch, one
-pass over the table); the rest (``crawl_jobs``) by ``LIMIT``ed batches of their own index.
+pass over the table); the rest (``crawl_jobs``, ``workers``) by ``LIMIT``ed batches of their own index.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class RetentionPolicy:
     bodies_days: float
     request_log_days: float
     stats_samples_days: float
+    workers_days: float
     batch_size: int
 
     @classmethod
@@ -40,6 +41,7 @@ class RetentionPolicy:
             bodies_days=settings.getfloat("CRAWLER_RETAIN_BODIES_DAYS"),
             request_log_days=settings.getfloat("CRAWLER_RETAIN_REQUEST_LOG_DAYS"),
             stats_samples_days=settings.getfloat("CRAWLER_RETAIN_STATS_SAMPLES_DAYS"),
+            workers_days=settings.getfloat("CRAWLER_RETAIN_WORKERS_DAYS"),
             batch_size=settings.getint("CRAWLER_PRUNE_BATCH_SIZE"),
         )
 
@@ -122,11 +124,28 @@ async def prune(backend: StorageBackend, policy: RetentionPolicy, now: datetime)
         if count:
             touched.add(step.table)
     if policy.jobs_days > 0:
-        removed["finished jobs"] = count = await _finished_jobs(
-            backend, now - timedelta(days=policy.jobs_days), policy.batch_size
+        removed["finished jobs"] = count = await _by_limited_batches(
+            backend,
+            "crawl_jobs",
+            "id",
+            "finished_at < ? AND status <> 'running'",
+            now - timedelta(days=policy.jobs_days),
+            policy.batch_size,
         )
         if count:
             touched.add("crawl_jobs")
+    if policy.workers_days > 0:
+        # A process silent that long has ended, however it ended (a killed one still says running).
+        removed["workers"] = count = await _by_limited_batches(
+            backend,
+            "workers",
+            "worker_id",
+            "heartbeat_at < ?",
+            now - timedelta(days=policy.workers_days),
+            policy.batch_size,
+        )
+        if count:
+            touched.add("workers")
     await backend.vacuum(sorted(touched))
     return removed
 
@@ -143,11 +162,13 @@ async def _by_id_ranges(backend: StorageBackend, step: Step, batch_size: int) ->
     return total
 
 
-async def _finished_jobs(backend: StorageBackend, cutoff: datetime, batch_size: int) -> int:
+async def _by_limited_batches(
+    backend: StorageBackend, table: str, key: str, condition: str, cutoff: datetime, batch_size: int
+) -> int:
     total = 0
     while True:
         count = await backend.execute_count(
-            "DELETE FROM crawl_jobs WHERE id IN (SELECT id FROM crawl_jobs WHERE finished_at < ? AND status <> 'running' LIMIT ?)",
+            f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table} WHERE {condition} LIMIT ?)",
             (cutoff, batch_size),
         )
         total += count
