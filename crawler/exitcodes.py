@@ -16,6 +16,7 @@ SEEDS_UNREACHABLE = 6
 ALREADY_RUNNING = 7
 STOPPED = 8
 FRONTIER_LOST = 9
+REDIS_UNREACHABLE = 10
 
 # Close reasons of the project's components.
 REASON_DATABASE_UNREACHABLE = "failed_database_unreachable"

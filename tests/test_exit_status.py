@@ -17,6 +17,7 @@ from tests.conftest import POSTGRES_ADMIN_URL
 from tests.helpers import ROOT, Database, crawl_command, crawl_environment, free_port, start_crawl, wait_until
 from tests.nginx import Nginx
 from tests.testweb import TestWeb
+from tests.throwaway_redis import ThrowawayRedis
 
 LIMIT = 60
 
@@ -47,6 +48,39 @@ def test_database_on_a_dead_port_ends_at_the_connect_timeout(web: TestWeb) -> No
     (reason,) = _error_lines(result.stderr)
     assert "The database stayed unreachable for 2 s" in reason and "Connection refused" in reason
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.integration
+def test_redis_on_a_dead_port_ends_at_its_connect_timeout_in_one_line(web: TestWeb, tmp_path: Path) -> None:
+    database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
+    web.clear()
+    settings = {"REDIS_URL": f"redis://:secret@127.0.0.1:{free_port()}/0", "CRAWLER_REDIS_CONNECT_TIMEOUT": "2"}
+    result, _ = _run(crawl_command("links", database, url=web.url("links"), settings=settings))
+    assert result.returncode == exitcodes.REDIS_UNREACHABLE, result.stderr[-3000:]
+    (reason,) = _error_lines(result.stderr)
+    assert "unreachable for 2 s (CRAWLER_REDIS_CONNECT_TIMEOUT)" in reason and "Connection refused" in reason
+    assert "Traceback" not in result.stderr and "secret" not in result.stderr
+    assert web.log("links") == []
+
+
+@pytest.mark.integration
+@pytest.mark.redis
+def test_a_worker_started_before_its_redis_joins_it_once_it_answers(web: TestWeb, tmp_path: Path) -> None:
+    database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
+    server = ThrowawayRedis(tmp_path / "redis", persistent=False)
+    log = tmp_path / "worker.log"
+    web.clear()
+    settings = {"REDIS_URL": server.url, "CRAWLER_IDLE_CLOSE_SECONDS": "1"}
+    worker = start_crawl("links", database, log, url=web.url("links"), settings=settings)
+    try:
+        wait_until(lambda: "waiting up to 30 s for it" in log.read_text(), 30, "the worker waiting for Redis")
+        server.start()
+        assert worker.wait(timeout=LIMIT) == exitcodes.FINISHED, log.read_text()[-3000:]
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        server.stop()
+    assert len(web.log("links")) > 1 and "Traceback" not in log.read_text()
 
 
 @pytest.mark.integration

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import logging
 import sys
 from pathlib import Path
 
@@ -17,10 +18,13 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.spiderloader import get_spider_loader
 
 from crawler.compat import command_crawler
-from crawler.exitcodes import BOOTSTRAP_FAILED, USAGE, exit_status
+from crawler.exitcodes import BOOTSTRAP_FAILED, REDIS_UNREACHABLE, USAGE, exit_status
 from crawler.frontier.seeds import SeedError
 from crawler.guard.proxies import configured_proxies
 from crawler.guard.resolver import address_policy
+from crawler.redis.reachable import wait_for_redis
+
+logger = logging.getLogger(__name__)
 
 
 class Command(ScrapyCrawlCommand):
@@ -86,6 +90,15 @@ class Command(ScrapyCrawlCommand):
             super().run(args, opts)  # Scrapy's own usage errors
             return
         assert self.crawler_process is not None
+        redis_url = self.settings.get("REDIS_URL")
+        if redis_url and (
+            problem := wait_for_redis(
+                redis_url, self.settings.getfloat("CRAWLER_REDIS_CONNECT_TIMEOUT"), say=logger.warning
+            )
+        ):
+            logger.error("%s", problem)
+            self.exitcode = REDIS_UNREACHABLE
+            return
         crawler = command_crawler(self, args[0])
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
