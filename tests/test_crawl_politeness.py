@@ -152,3 +152,12 @@ def test_robots_txt_stored_by_a_job_is_reused_while_valid(
         settings={**frontier, "CRAWLER_ROBOTS_TTL": "1"},
     )
     assert "/robots.txt" in [e.path for e in web.log("fast")]
+
+
+def test_a_delay_following_the_latency_logs_its_moves_at_debug_only(web: TestWeb, database: Database) -> None:
+    web.clear()
+    settings = {"CRAWLER_LATENCY_FACTOR": "1", "CRAWLER_DEFAULT_DELAY": "0.02", "LOG_LEVEL": "DEBUG"}
+    result = crawl("links", database, url=web.url("steered"), max_pages="20", settings=settings)
+    moves = [line for line in result.stderr.splitlines() if "Pacing of" in line and " after success:" in line]
+    # The delay follows each answer's latency (50 ms): a line each time, none of them at INFO.
+    assert len(moves) >= 5 and all("] DEBUG: " in line for line in moves), moves[:3]

@@ -155,7 +155,15 @@ class LimiterMiddleware:
         if outcome.concurrency_before != outcome.concurrency_after:
             stats.inc_value("limiter/concurrency_change_count")
         state = self.limiter.state(domain)
-        logger.info(
+        # A delay that follows the latency (CRAWLER_LATENCY_FACTOR) moves with nearly every answer:
+        # only what the policy decided (a block, an increase, a probe, a concurrency step) is news.
+        decided = (
+            outcome.change is not Change.NONE
+            or outcome.block
+            or outcome.concurrency_before != outcome.concurrency_after
+        )
+        logger.log(
+            logging.INFO if decided else logging.DEBUG,
             "Pacing of %s after %s: delay %.3f -> %.3f s, concurrency %d -> %d, blocked %.1f s, streak %d",
             domain,
             cause,
