@@ -4,7 +4,8 @@
   ``CRAWLER_SPACING_MARGIN`` of it), or until the time the shared frontier gave it
   (``CRAWLER_HANDOUT_LEAD_SECONDS``: the frontier hands it out ahead of its slot), and until a
   block (a 429) ends: it may have been waiting in Scrapy's downloader or a middleware when the
-  answer that blocked the domain arrived;
+  answer that blocked the domain arrived; and while an operator has the domain paused, which
+  may have come after its slot was taken;
 - a shared request held past half its lease leaves only with a live slot (``held_slot.py``);
 - a connection the guarded resolver refused is reported as ``BlockedByPolicy`` with its reason,
   not as a failed lookup to retry.
@@ -26,6 +27,9 @@ from crawler.guard.blocked import refuse
 from crawler.guard.resolver import installed_resolver
 from crawler.politeness.slots import DOMAIN, LEAVE_AT
 from crawler.services import CrawlServices
+
+PAUSE_RECHECK_SECONDS = 0.25
+"""How often a request held for a paused domain looks whether it was resumed."""
 
 
 class DepartureGate:
@@ -57,8 +61,18 @@ class DepartureGate:
     async def _departure_time_came(self, domain: str, leave_at: float) -> None:
         # Asked again after every wait: a block or a longer delay may have come meanwhile.
         limiter = self.limiter
-        while (wait := self._departure_at(domain, leave_at) - (now := limiter.clock())) > 0:
-            if limiter.state(domain).blocked_until > now:
+        held_for_pause = False
+        while True:
+            state = limiter.state(domain)
+            if state.paused:
+                if not held_for_pause:
+                    held_for_pause = True
+                    self.crawler.stats.inc_value("limiter/held_for_pause_count")
+                await asyncio.sleep(PAUSE_RECHECK_SECONDS)
+                continue
+            if (wait := self._departure_at(domain, leave_at) - (now := limiter.clock())) <= 0:
+                return
+            if state.blocked_until > now:
                 self.crawler.stats.inc_value("limiter/held_for_block_count")
             await asyncio.sleep(wait)
 
