@@ -71,7 +71,7 @@ def measure(name: str, command: list[str], cwd: Path, pages: Callable[[], int], 
 def print_run(i: int, r: Run) -> None:
     print(
         f"run {i + 1} {r.name:8} {r.pages:6d} pages {r.wall:7.2f} s wall {r.cpu:7.2f} s CPU "
-        f"{r.pages_per_second:7.1f} pages/s {r.cpu_ms_per_page:6.1f} ms CPU/page",
+        f"{r.pages_per_second:7.1f} pages/s {r.cpu_ms_per_page:6.2f} ms CPU/page",
         flush=True,
     )
 

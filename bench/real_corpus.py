@@ -2,7 +2,7 @@
 ``CrawlSpider``, both crawling the same documentation site served gzip-compressed by nginx.
 
     .venv/bin/python -m bench.real_corpus [--runs 3] [--database sqlite|postgresql] [--profile DIR]
-                                          [--also NAME=PATH ...] [--crawler-only] [--warc]
+                                          [--also NAME=PATH ...] [--crawler-only] [--warc] [--twins-off]
 
 The site is ``bench.realweb``'s (the Python 3.11 documentation of Debian, 530 pages of 9 KB to
 2.5 MB, ``Content-Type: text/html`` without a charset, gzip). Politeness is off for both (no
@@ -13,7 +13,8 @@ every crawler run there (Scrapy's ``--profile``). ``--also NAME=PATH`` also runs
 another checkout of this project (``git archive main | tar -x -C PATH``), interleaved with the
 others, for before/after figures of a change; repeat it for several. ``--warc`` also runs this
 crawler writing WARC files (``CRAWLER_WARC_DIR``), reported as ``warc``, with the bytes of WARC
-per page.
+per page. ``--twins-off`` also runs this crawler with ``CRAWLER_TWINS_ENABLED=False`` (no SimHash,
+no judging, no soft-404 probe), reported as ``twins_off``: what twin detection costs per page.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="write a cProfile of every crawler run into this folder")
     parser.add_argument("--crawler-only", action="store_true", help="skip stock Scrapy (profiling)")
     parser.add_argument("--warc", action="store_true", help="also run this crawler writing WARC files")
+    parser.add_argument("--twins-off", action="store_true", help="also run this crawler without twin detection")
     add_also_option(parser)
     args = parser.parse_args()
     exit_on_sigterm()
@@ -66,6 +68,8 @@ def main() -> None:
     crawlers["crawler"] = ROOT
     if args.warc:
         crawlers["warc"] = ROOT
+    if args.twins_off:
+        crawlers["twins_off"] = ROOT
     runs: dict[str, list[Run]] = {name: [] for name in crawlers}
     warc_bytes_per_page: list[float] = []
     with RealWeb(1, crawl_delay=None) as web, tempfile.TemporaryDirectory() as tmp:
@@ -76,7 +80,8 @@ def main() -> None:
 
         stock = scrapy_command("runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={url}", *settings)
         for i in range(args.runs):
-            for name, project in crawlers.items():
+            # every other round in reverse order, so that no crawler always runs first or after the same one
+            for name, project in list(crawlers.items())[:: -1 if i % 2 else 1]:
                 database = None
                 if project is None:
                     command, cwd, project = stock, Path(tmp), ROOT
@@ -95,6 +100,8 @@ def main() -> None:
                 warc = Path(tmp) / f"warc-{i}"
                 if name == "warc":
                     command += ["-s", f"CRAWLER_WARC_DIR={warc}"]
+                if name == "twins_off":
+                    command += ["-s", "CRAWLER_TWINS_ENABLED=False"]
                 try:
                     web.clear()
                     runs[name].append(measure(name, command, cwd, pages, project))
@@ -112,13 +119,23 @@ def main() -> None:
     )
     if "stock" in runs:
         print_medians(runs)
+    else:
+        for name, measured in runs.items():
+            print(f"{name:10} {statistics.median(r.cpu_ms_per_page for r in measured):6.2f} ms CPU/page")
     for name in (n for n in runs if n != "crawler"):
-        ratio = statistics.median(r.cpu_ms_per_page for r in runs[name]) / statistics.median(
-            r.cpu_ms_per_page for r in runs["crawler"]
-        )
-        print(f"CPU per page, {name}/crawler: {ratio:.2f}x")
+        print(f"CPU per page, {name}/crawler: {_ratios(runs[name], runs['crawler'])}")
+    if "twins_off" in runs:
+        print(f"CPU per page, twin detection on/off (crawler/twins_off): {_ratios(runs['crawler'], runs['twins_off'])}")
     if warc_bytes_per_page:
         print(f"WARC bytes per page (gzip per record): {statistics.median(warc_bytes_per_page):.0f}")
+
+
+def _ratios(runs: list[Run], against: list[Run]) -> str:
+    """The ratio of the medians of CPU per page, and the median of each round's own ratio (the two
+    runs of a round are next to each other in time, so the machine's load varies less between them)."""
+    medians = statistics.median(r.cpu_ms_per_page for r in runs) / statistics.median(r.cpu_ms_per_page for r in against)
+    rounds = statistics.median(r.cpu_ms_per_page / a.cpu_ms_per_page for r, a in zip(runs, against, strict=True))
+    return f"{medians:.3f}x (median of the rounds' ratios {rounds:.3f}x)"
 
 
 def _bytes_per_page(folder: Path, pages: int) -> float:

@@ -18,7 +18,7 @@ from crawler.redis.keys import delete_matching
 from crawler.redis.link import RedisLink
 from crawler.twins.index_local import Twin, TwinIndex
 from crawler.twins.index_redis import RedisTwinIndex
-from crawler.twins.simhash import BITS, MIN_WORDS, SHINGLE_WORDS, blocks, distance, simhash
+from crawler.twins.simhash import BITS, MIN_WORDS, SHINGLE_WORDS, as_hex, blocks, distance, simhash
 
 WORDS = st.text(alphabet="abcdeé日1 ", min_size=1, max_size=6).map(lambda w: w.replace(" ", "") or "x")
 
@@ -75,6 +75,26 @@ def test_a_page_that_differs_in_a_few_words_is_a_few_bits_away_and_an_unrelated_
     # SimHash is a vote per bit: a few changed shingles flip the bits whose vote was close
     assert sorted(near)[len(near) // 2] <= 3 and max(near) <= 8
     assert min(far) >= 16 and max(far) <= 48
+
+
+# Fingerprints as earlier versions stored them (``pages.simhash``): a re-crawl compares new pages
+# with them, so a faster SimHash must give the same bits.
+STORED_FINGERPRINTS = {
+    "8 words": (" ".join(_article(1, MIN_WORDS)), "17c2d3026008f431"),
+    "9 words": (" ".join(_article(2, 9)), "30869eed1a4b4a0e"),
+    "400 words": (" ".join(_article(3, 400)), "8750d3b13c90f26c"),
+    "401 words": (" ".join(_article(4, 401)), "f0caa39512fe6cd9"),
+    "5000 lines": ("\n".join(_article(5, 5000)), "68b30b8e41ec19a5"),
+    "not ASCII": (
+        "Les données du café ¶ 日本語 のテキスト \ud800 tab\tseparated  words and more words here",
+        "7eda1094c8586484",
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "stored"), STORED_FINGERPRINTS.values(), ids=STORED_FINGERPRINTS.keys())
+def test_fingerprints_are_those_earlier_versions_stored(text: str, stored: str) -> None:
+    assert as_hex(simhash(text)) == stored
 
 
 def test_word_order_matters() -> None:

@@ -4,13 +4,15 @@ get fingerprints a few bits apart, unrelated ones about 32.
 Written by hand because no maintained library fits: the ones on PyPI hash each feature in
 Python (MD5 of every character 4-gram, with numpy) or through Python's ``hash()``, which differs
 from process to process where a fingerprint must be stored and shared. Here every step over
-the words runs in C: a CRC-32 of each word (``map``), and big integers as vectors of one byte a
+the words runs in C: a CRC-32 of each word (``map``), and big integers as vectors of four bits a
 word for the rest. A shingle's 64 bits are two XORs of its three words' CRCs, each rotated by
-whole bytes for its place in the shingle (``"a b c"`` is not ``"c b a"``). Held as four
-columns, the n-th byte of every word's CRC, a rotation by whole bytes is the choice of a
-column and the next word a shift by one byte, so each byte of every shingle is two XORs of
-columns, and the count of shingles with a bit set is a mask and a ``bit_count``. The split and the CRC
-of each word take most of the CPU (``bench/twins_corpus.py``; docs/design-notes.md).
+whole bytes for its place in the shingle (``"a b c"`` is not ``"c b a"``). Held as eight
+columns, the n-th nibble of every word's CRC, a rotation by whole bytes is the choice of a
+column and the next word a shift by four bits, so each nibble of every shingle is two XORs of
+columns, and the count of shingles with a bit set is a mask and a ``bit_count``. ``bit_count``
+is CPython's slow step on these integers (ten times an AND), so lanes of four bits rather than
+eight halve it. The split and the CRC of each word take most of the CPU
+(``bench/twins_corpus.py``; docs/design-notes.md).
 """
 
 from __future__ import annotations
@@ -41,13 +43,20 @@ def simhash(text: str) -> int | None:
     crcs = array("I", map(crc32, words))
     if sys.byteorder != "little":
         crcs.byteswap()
+    if len(crcs) % 2:
+        crcs.append(0)  # a word past the last shingle: the words go in pairs, a byte of a column each
     data = crcs.tobytes()
-    columns = [int.from_bytes(data[byte::4], "little") for byte in range(4)]
-    # by_place[place][byte]: that column from the word at ``place`` in the shingle on
-    by_place = [columns, *([column >> 8 * place for column in columns] for place in range(1, SHINGLE_WORDS))]
+    low = int.from_bytes(b"\x0f" * (len(crcs) // 2), "little")
+    columns = []  # columns[n]: the n-th nibble of every word's CRC, four bits a word
+    for byte in range(4):
+        even, odd = (int.from_bytes(data[4 * word + byte :: 8], "little") for word in range(2))
+        columns += [even & low | (odd & low) << 4, even >> 4 & low | odd & low << 4]
+    # by_place[place][nibble]: that column from the word at ``place`` in the shingle on
+    by_place = [columns, *([column >> 4 * place for column in columns] for place in range(1, SHINGLE_WORDS))]
     shingles = len(words) - SHINGLE_WORDS + 1
-    ones = int.from_bytes(b"\x01" * shingles, "little")  # also drops the words past the last shingle
-    masks = [ones << bit for bit in range(8)]
+    # a bit for each shingle, in each lane of four bits: also drops the words past the last shingle
+    ones = int.from_bytes(b"\x11" * (shingles // 2) + b"\x01" * (shingles % 2), "little")
+    masks = [ones << bit for bit in range(4)]
     return _majority(by_place, _HIGH, masks, shingles) << 32 | _majority(by_place, _LOW, masks, shingles)
 
 
@@ -75,11 +84,11 @@ def as_hex(fingerprint: int) -> str:
 def _majority(by_place: list[list[int]], places: tuple[tuple[int, int], ...], masks: list[int], shingles: int) -> int:
     """The 32 bits of one half set in more than half of the shingles."""
     bits = 0
-    for byte in range(4):
+    for nibble in range(8):
         combined = 0
         for place, rotation in places:
-            combined ^= by_place[place][(byte - rotation) % 4]
+            combined ^= by_place[place][(nibble - 2 * rotation) % 8]
         for bit, mask in enumerate(masks):
             if 2 * (combined & mask).bit_count() > shingles:
-                bits |= 1 << (8 * byte + bit)
+                bits |= 1 << (4 * nibble + bit)
     return bits
