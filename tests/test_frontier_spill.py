@@ -6,8 +6,10 @@ nothing."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -17,7 +19,9 @@ from crawler.redis.link import RedisLink
 from crawler.redis.store import FrontierConfig, FrontierStore
 from crawler.storage import open_backend
 from crawler.storage.backend import StorageBackend
-from tests.helpers import Database, FakeClock, crawl_keys
+from tests.conftest import REDIS_URL
+from tests.helpers import Database, FakeClock, crawl_keys, crawl_store, finish_all, start_crawl
+from tests.testweb import TestWeb
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 
@@ -284,3 +288,36 @@ async def _write(backend: StorageBackend, crawl: str, spill) -> None:  # type: i
 
 def asyncio_sleep(loop: asyncio.AbstractEventLoop, seconds: float) -> None:
     loop.run_until_complete(asyncio.sleep(seconds))
+
+
+@pytest.mark.integration
+def test_a_shared_crawl_spilling_at_a_tiny_threshold_fetches_every_page_once_at_its_pace(
+    web: TestWeb, postgres_database: Database, crawl_name: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    web.clear()
+    settings = {
+        "REDIS_URL": REDIS_URL,
+        "CRAWLER_CRAWL_ID": crawl_name,
+        "CRAWLER_IDLE_CLOSE_SECONDS": "3",
+        "CRAWLER_SPILL_ABOVE": "10",
+        "CRAWLER_SPILL_KEEP": "4",
+        "CRAWLER_SPILL_COLD_SECONDS": "0",  # between two requests, a paced domain is cold
+        "CRAWLER_SPILL_SECONDS": "0.2",
+    }
+    logs = [tmp_path / f"worker-{n}.log" for n in range(2)]
+    workers = [start_crawl("links", postgres_database, log, url=web.url("shared"), settings=settings) for log in logs]
+    outputs = finish_all(workers, logs, 240)
+    for worker, output in zip(workers, outputs):
+        assert worker.returncode == 0 and "Traceback" not in output, output[-5000:]
+    moved = sum(int(n) for output in outputs for n in re.findall(r"'frontier/spill_moved': (\d+)", output))
+    refills = sum(int(n) for output in outputs for n in re.findall(r"'frontier/spill_refills': (\d+)", output))
+    assert moved > 0 and refills > 0, (moved, refills)
+    log = web.log("shared")
+    fetched = Counter(entry.path for entry in log)
+    assert [path for path, n in fetched.items() if n > 1] == []
+    starts = sorted(entry.start for entry in log)
+    assert min(b - a for a, b in zip(starts, starts[1:])) >= 0.05 - 0.010  # Crawl-delay 0.05
+    rows = {url.removeprefix(web.base("shared")) for url in postgres_database.pages()}
+    assert rows == {"/", "/private/page"} | {f"/p/{n}" for n in range(150)}
+    assert _rows(postgres_database) == []
+    assert crawl_store(redis_client, crawl_name).sizes().empty
