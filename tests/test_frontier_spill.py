@@ -146,6 +146,16 @@ def test_a_cold_domains_tail_moves_to_the_table_and_comes_back_in_priority_order
     assert store.sizes().empty and _rows(postgres_database) == []
 
 
+def test_a_long_tail_spills_in_several_moves_down_to_the_kept_requests(store: FrontierStore) -> None:
+    _push(store, "a", ABOVE + 10)
+    _cold(store, "a")
+    moves = 0
+    while (spill := store.spill_take(store.shard_of("a"), "mover", 5)) is not None:
+        assert len(spill.entries) <= 5 and store.spill_remove(spill, "mover") == [True] * len(spill.entries)
+        moves += 1
+    assert moves == 5 and (store.sizes().queued, store.sizes().spilled) == (KEEP, ABOVE + 9 - KEEP)
+
+
 def test_a_domain_ready_soon_or_short_never_spills(
     store: FrontierStore, backend: StorageBackend, loop: asyncio.AbstractEventLoop, crawl_name: str
 ) -> None:

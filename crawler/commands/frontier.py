@@ -87,7 +87,7 @@ class Command(ScrapyCommand):
 def _summary(crawl: str, frontier: FrontierStore) -> str:
     sizes = frontier.sizes()
     return (
-        f"crawl {crawl}: {sizes.queued} queued, {sizes.spilled} queued in PostgreSQL (cold domains), "
-        f"{sizes.delayed} waiting to retry, "
-        f"{sizes.leased} leased, {sizes.reclaimed} leases expired and requeued, {sizes.dead} dead letters"
+        f"crawl {crawl}: {sizes.queued} queued, {sizes.delayed} waiting to retry, "
+        f"{sizes.leased} leased, {sizes.reclaimed} leases expired and requeued, {sizes.dead} dead letters, "
+        f"{sizes.spilled} queued in PostgreSQL (cold domains)"
     )

@@ -11,8 +11,10 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from crawler.extensions.periodic import PeriodicExtension
+from crawler.frontier.queue_redis import RedisFrontierQueue
 from crawler.frontier.spill import SpillMover
 from crawler.politeness.config import spill_threshold
+from crawler.redis.link import REDIS_ERRORS
 from crawler.services import CrawlServices
 
 logger = logging.getLogger(__name__)
@@ -35,6 +37,13 @@ class ColdDomains(PeriodicExtension):
         return super().from_crawler(crawler)
 
     async def tick(self) -> bool:
+        try:
+            await self._move()
+        except REDIS_ERRORS:
+            pass  # Redis away (the link says so) or closed with the scheduler: next turn
+        return True
+
+    async def _move(self) -> None:
         assert self.storage is not None
         backend = self.storage.backend
         if self.mover is None:
@@ -50,8 +59,8 @@ class ColdDomains(PeriodicExtension):
             stats.inc_value("frontier/spill_moved", spilled)
         if refilled:
             stats.inc_value("frontier/spill_refills", len(refilled))
+            # This worker's pops may find them at once, not at the shard's next poll.
             queue = getattr(getattr(self.crawler.engine, "scheduler", None), "queue", None)
-            for domain in refilled:
-                if hasattr(queue, "may_be_ready"):
+            if isinstance(queue, RedisFrontierQueue):
+                for domain in refilled:
                     queue.may_be_ready(domain)
-        return True

@@ -426,20 +426,21 @@ elseif op == 'robots_stored' then
   return 1
 
 elseif op == 'spill_take' then
-  -- A mover's turn (``spill.py``): ARGV[8..14]: claimant, claim seconds, seconds a domain's next
-  -- request must be away to count as cold, spill threshold, requests kept, at most how many to
-  -- move, how many candidates to look at. Claims the first cold domain queuing more than the
-  -- threshold and returns the shard's run, the domain and the tail of its queue beyond the kept
-  -- ones (priority, request pairs, lowest priority first), left in place: the mover writes them
-  -- to the table first, then removes them (``spill_remove``). Nothing ({}) if none.
+  -- A mover's turn (``spill.py``): ARGV[8..13]: claimant, claim seconds, seconds a domain's next
+  -- request must be away to count as cold, requests kept, at most how many to move, how many
+  -- candidates to look at. Claims the first cold domain of P:long (it queued more than the spill
+  -- threshold, and spills down to the kept ones) and returns the shard's run, the domain and the
+  -- tail of its queue beyond the kept ones (priority, request pairs, lowest priority first), left
+  -- in place: the mover writes them to the table first, then removes them (``spill_remove``).
+  -- Nothing ({}) if none.
   local claimant, seconds, cold = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
-  local above, keep, most = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
-  local scan = redis.call('SSCAN', P .. ':long', redis.call('GET', P .. ':long_cursor') or '0', 'COUNT', ARGV[14])
+  local keep, most = tonumber(ARGV[11]), tonumber(ARGV[12])
+  local scan = redis.call('SSCAN', P .. ':long', redis.call('GET', P .. ':long_cursor') or '0', 'COUNT', ARGV[13])
   redis.call('SET', P .. ':long_cursor', scan[1])
   for _, d in ipairs(scan[2]) do
     local n = domain_len(d)
     local ready_at = redis.call('ZSCORE', P .. ':ready', d)
-    if n <= above then
+    if n <= keep then
       redis.call('SREM', P .. ':long', d)
     elseif (not ready_at or tonumber(ready_at) > now + cold) and claim(d, claimant, seconds) then
       local tail, wanted = {run_name(claimant), d}, math.min(n - keep, most)
@@ -458,7 +459,7 @@ elseif op == 'spill_take' then
   return {}
 
 elseif op == 'spill_remove' then
-  -- ARGV[8..11]: domain, claimant, spill threshold, refill length; then the priority, request pairs written to
+  -- ARGV[8..11]: domain, claimant, requests kept, refill length; then the priority, request pairs written to
   -- the table. Removes each one still queued (one occurrence) and counts it spilled; returns 1 or
   -- 0 for each (0: it had left the queue, its row goes), or nothing if the claim was lost
   -- (another mover has the domain: the rows stay, a duplicate at worst).
@@ -475,7 +476,7 @@ elseif op == 'spill_remove' then
   redis.call('DECRBY', P .. ':queued', removed)
   redis.call('HINCRBY', dkey(d), 'spilled', removed)
   redis.call('INCRBY', P .. ':spilled', removed)
-  if domain_len(d) <= tonumber(ARGV[10]) then redis.call('SREM', P .. ':long', d) end
+  if domain_len(d) <= tonumber(ARGV[10]) then redis.call('SREM', P .. ':long', d) end  -- spilled down
   note_if_low(d, tonumber(ARGV[11]))  -- its queue may have run low meanwhile
   redis.call('DEL', mover_key(d))
   refresh(d)

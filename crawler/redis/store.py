@@ -319,8 +319,8 @@ class FrontierStore:
 
     # --- cold domains (``crawler.frontier.spill`` moves them) -------------------------------------
     def spill_take(self, shard: str, claimant: str, most: int, candidates: int = 100) -> Spill | None:
-        """Claim a cold domain of ``shard`` queuing more than ``spill_above`` requests: the tail
-        of its queue beyond ``spill_keep`` (at most ``most``), still queued; None if none."""
+        """Claim a cold domain of ``shard`` that queued more than ``spill_above`` requests: the
+        tail of its queue beyond ``spill_keep`` (at most ``most``), still queued; None if none."""
         config = self.config
         answer = self.call_in(
             shard,
@@ -328,7 +328,6 @@ class FrontierStore:
             claimant,
             repr(config.mover_claim_seconds),
             repr(config.spill_cold_seconds),
-            config.spill_above,
             config.spill_keep,
             most,
             candidates,
@@ -343,7 +342,7 @@ class FrontierStore:
         it was; None if the claim was lost (nothing removed)."""
         flat = [part for priority, request in spill.entries for part in (priority, request)]
         config = self.config
-        answer = self.call("spill_remove", spill.domain, claimant, config.spill_above, config.refill_below, *flat)
+        answer = self.call("spill_remove", spill.domain, claimant, config.spill_keep, config.refill_below, *flat)
         return None if answer is None else [bool(int(flag)) for flag in answer]
 
     def refill_take(self, shard: str, claimant: str) -> tuple[str, str, int] | None:
