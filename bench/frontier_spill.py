@@ -135,9 +135,10 @@ def main() -> None:
             print(
                 f"\n{args.count:,} requests queued over {args.sites} blocked sites, medians of {args.runs} runs: "
                 f"Redis {off_median / 2**20:.1f} MiB with the spill off, {on_median / 2**20:.2f} MiB on "
-                f"({off_median / on_median:.0f}x less; {off_median / args.count:.0f} against "
-                f"{on_median / args.count:.1f} bytes per request); moved at {statistics.median(rates):,.0f} "
-                f"requests/s; the table takes {table / 2**20:.1f} MiB on disk"
+                f"({off_median / on_median:.0f}x less: {args.sites} sites x {CRAWLER_SPILL_KEEP} requests kept in Redis, "
+                f"{off_median / args.count:.0f} bytes per queued request with the spill off); moved at "
+                f"{statistics.median(rates):,.0f} requests/s; the table takes {table / 2**20:.1f} MiB on disk "
+                f"({table / moved:.0f} bytes per row, indexes included)"
             )
         finally:
             loop.run_until_complete(backend.close())
