@@ -405,7 +405,8 @@ class FrontierStore:
 
     # --- inspection --------------------------------------------------------------------------
     def domains(self) -> list[dict[str, Any]]:
-        """Per domain: queued requests, ready time, block, delay, concurrency, holders."""
+        """Per domain: queued requests (in Redis, and spilled to PostgreSQL), ready time, block,
+        delay, concurrency, holders."""
         now = self.now()
         names = self.domain_names()
         ready = {
@@ -422,6 +423,7 @@ class FrontierStore:
                 {
                     "domain": domain,
                     "queued": queued,
+                    "spilled": int(state.get("spilled", 0)),
                     "ready_in": max(0.0, ready[domain] - now) if domain in ready else None,
                     "blocked_for": max(0.0, float(state.get("hold", 0)) - now),
                     "delay": float(state["delay"]) if "delay" in state else self.config.default_delay,
