@@ -9,7 +9,8 @@ Each run queues the same ``count`` link requests (``frontier_memory``'s realisti
 site for an hour (as a 429 does), and measures Redis's ``used_memory`` after minus before: with
 the spill off as queued; with it on once the movers (``CRAWLER_SPILL_ABOVE`` 500, ``KEEP`` 200
 as by default) have nothing left to move. Prints both, their ratio, how fast the tails moved to
-the table, and the table's size on disk.
+the table, and the table's size on disk; then what the spill costs a push: the time to queue
+the requests over 1,000 sites (none long) with the spill on over the time with it off.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from tests.helpers import PageSpider
 from tests.throwaway_redis import ThrowawayRedis
 
 PREFIX = "crawler:{bench}"
+SHORT_SITES = 1_000
 
 
 def store(client: redis.Redis, spill: bool) -> FrontierStore:
@@ -56,7 +58,7 @@ def store(client: redis.Redis, spill: bool) -> FrontierStore:
 
 
 def queue(frontier: FrontierStore, entries: list[QueueEntry]) -> None:
-    """Queue ``entries``, a thousand to a round trip, then block every site for an hour."""
+    """Queue ``entries``, a thousand to a round trip."""
     client = frontier.client
     for start in range(0, len(entries), 1_000):
 
@@ -67,6 +69,10 @@ def queue(frontier: FrontierStore, entries: list[QueueEntry]) -> None:
                 pipe.execute()
 
         with_scripts(client, push)
+
+
+def block(frontier: FrontierStore, entries: list[QueueEntry]) -> None:
+    """Block every site of ``entries`` for an hour, as a 429 does."""
     blocked_until = frontier.now() + 3600
     for domain in {entry.domain for entry in entries}:
         frontier.update(domain, {"hold": repr(blocked_until)})
@@ -86,6 +92,7 @@ def measure(client: redis.Redis, entries: list[QueueEntry], backend: StorageBack
     before = used_memory(client)
     frontier = store(client, spill=backend is not None)
     queue(frontier, entries)
+    block(frontier, entries)
     took = 0.0
     if backend is not None:
         started = time.monotonic()
@@ -96,6 +103,14 @@ def measure(client: redis.Redis, entries: list[QueueEntry], backend: StorageBack
         sizes = frontier.sizes()
         assert sizes.queued + sizes.spilled == len(entries), sizes
     return used_memory(client) - before, took
+
+
+def push_seconds(client: redis.Redis, entries: list[QueueEntry], spill: bool) -> float:
+    """Seconds to queue ``entries`` into an empty Redis."""
+    client.flushall()
+    started = time.monotonic()
+    queue(store(client, spill), entries)
+    return time.monotonic() - started
 
 
 def main() -> None:
@@ -109,6 +124,8 @@ def main() -> None:
     spider.crawler = crawler
     codec = RequestCodec(spider, CRAWLER_REDIS_META_KEYS, CRAWLER_REDIS_LOCAL_META_KEYS)
     entries = [QueueEntry.of(request, codec) for request in link_requests(spider, args.count, sites=args.sites)]
+    # The push's own cost: with the spill on, a push counts its domain's queue until it is long.
+    short = [QueueEntry.of(request, codec) for request in link_requests(spider, args.count, sites=SHORT_SITES)]
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     with tempfile.TemporaryDirectory() as tmp, scratch_database("bench_spill") as database:
@@ -118,8 +135,9 @@ def main() -> None:
         loop.run_until_complete(backend.open())
         try:
             client = redis.Redis.from_url(server.url)
-            off, on, rates = [], [], []
+            off, on, rates, pushes = [], [], [], []
             for run in range(args.runs):
+                pushes.append(push_seconds(client, short, True) / push_seconds(client, short, False))
                 off.append(measure(client, entries, None)[0])
                 loop.run_until_complete(backend.execute("TRUNCATE frontier_spill"))
                 memory, took = measure(client, entries, backend)
@@ -138,7 +156,8 @@ def main() -> None:
                 f"({off_median / on_median:.0f}x less: {args.sites} sites x {CRAWLER_SPILL_KEEP} requests kept in Redis, "
                 f"{off_median / args.count:.0f} bytes per queued request with the spill off); moved at "
                 f"{statistics.median(rates):,.0f} requests/s; the table takes {table / 2**20:.1f} MiB on disk "
-                f"({table / moved:.0f} bytes per row, indexes included)"
+                f"({table / moved:.0f} bytes per row, indexes included). Queuing {args.count:,} requests over "
+                f"{SHORT_SITES:,} sites (none long) takes {statistics.median(pushes):.2f}x the time with the spill on"
             )
         finally:
             loop.run_until_complete(backend.close())
