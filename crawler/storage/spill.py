@@ -46,3 +46,8 @@ async def forget_other_runs(backend: StorageBackend, crawl: str, runs: Sequence[
     return await backend.execute_count(
         "DELETE FROM frontier_spill WHERE crawl_id = ? AND run <> ALL(?)", (crawl, list(runs))
     )
+
+
+async def forget_crawl(backend: StorageBackend, crawl: str) -> int:
+    """Delete every row of ``crawl`` (its frontier cleared); how many."""
+    return await backend.execute_count("DELETE FROM frontier_spill WHERE crawl_id = ?", (crawl,))
