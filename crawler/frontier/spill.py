@@ -5,8 +5,8 @@ domain's queue in Redis runs low. Redis memory grows with the active domains, no
 discovered; the politeness state of every domain stays in Redis, so pacing never sees the
 difference.
 
-A mover (every worker runs one: ``crawler.extensions.cold_domains``) does one domain at a time, holding a claim on it
-in Redis, in an order that never loses a request:
+A mover (every worker runs one: ``crawler.extensions.cold_domains``) does one domain at a time,
+holding a claim on it in Redis, in an order that never loses a request:
 
 - spill: write the tail to the table, then remove from Redis exactly the entries still queued,
   then delete the rows whose entries had left (popped meanwhile);
@@ -19,26 +19,25 @@ lost. A mover whose claim expired finds it gone at its Redis step and changes no
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections import defaultdict
 from typing import Any
 
+from crawler.redis.store import FrontierStore
 from crawler.storage.backend import StorageBackend
 from crawler.storage.spill import delete_spilled, forget_other_runs, read_spilled, write_spilled
-
-logger = logging.getLogger(__name__)
 
 SPILL_BATCH = 500
 """Requests moved to the table in one step at most (one statement, one script call)."""
 MOVES_PER_SHARD = 4
-"""Domains a mover spills, and domains it refills, in a shard at each turn at most."""
+"""Spill steps (a batch each), and refills, a mover takes in a shard at each turn at most."""
 
 
 class SpillMover:
     """One process's moves of cold domains between a shared crawl's Redis and the table."""
 
-    def __init__(self, store: Any, link: Any, crawl: str, claimant: str | None = None):
+    def __init__(self, store: FrontierStore, link: Any, crawl: str, claimant: str | None = None):
+        """``link``: the crawl's ``RedisLink`` (``run`` calls the store off the reactor)."""
         self.store = store
         self.link = link
         self.crawl = crawl
@@ -65,9 +64,9 @@ class SpillMover:
         ids = defaultdict(list)
         for row_id, priority, request in rows:
             ids[priority, request].append(row_id)
-        await delete_spilled(
-            backend, [ids[entry].pop() for entry, gone in zip(spill.entries, removed, strict=True) if not gone]
-        )
+        # The rows of entries that had left the queue (handed out meanwhile) go.
+        left = [ids[entry].pop() for entry, was_queued in zip(spill.entries, removed, strict=True) if not was_queued]
+        await delete_spilled(backend, left)
         return sum(removed)
 
     async def refill_one(self, backend: StorageBackend, shard: str) -> str | None:
