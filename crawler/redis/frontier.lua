@@ -436,7 +436,11 @@ elseif op == 'spill_take' then
   local claimant, seconds, cold = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
   local keep, most = tonumber(ARGV[11]), tonumber(ARGV[12])
   local scan = redis.call('SSCAN', P .. ':long', redis.call('GET', P .. ':long_cursor') or '0', 'COUNT', ARGV[13])
-  redis.call('SET', P .. ':long_cursor', scan[1])
+  if scan[1] == '0' then  -- a full round: no key left behind where there is nothing to scan
+    redis.call('DEL', P .. ':long_cursor')
+  else
+    redis.call('SET', P .. ':long_cursor', scan[1])
+  end
   for _, d in ipairs(scan[2]) do
     local n = domain_len(d)
     local ready_at = redis.call('ZSCORE', P .. ':ready', d)
