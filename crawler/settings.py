@@ -172,6 +172,7 @@ EXTENSIONS = {
     "crawler.extensions.heartbeat.Heartbeat": 510,
     "crawler.extensions.control.CrawlControl": 520,
     "crawler.extensions.reactor_heartbeat.ReactorHeartbeat": 0,
+    "crawler.extensions.cold_domains.ColdDomains": 530,
 }
 CRAWLER_GC_FREEZE = True
 # Parsing and extraction of documents in worker threads, within a time and a depth budget.
@@ -304,6 +305,17 @@ CRAWLER_REDIS_SHARDS = 16
 CRAWLER_REDIS_CLOSE_TIMEOUT = 10.0
 CRAWLER_MAX_DELIVERIES = 5
 CRAWLER_CRAWL_REAP_SECONDS = 600.0
+# Cold domains in PostgreSQL (a shared crawl on PostgreSQL only): a domain queuing more than
+# ABOVE requests whose next request may not go for COLD seconds keeps KEEP in Redis and moves
+# the rest to the frontier_spill table, refilled when fewer than KEEP/2 remain; each worker
+# moves every SECONDS. 500/200: a few hundred requests per domain keep hours of a slow domain's
+# work in Redis (200 at one a minute), and Redis holds at most 500 per domain, ~80 KB, whatever
+# the crawl discovered. 30 s: longer than the 10 s a slot is held until its request leaves, so
+# a busy domain never spills; ABOVE 0: off.
+CRAWLER_SPILL_ABOVE = 500
+CRAWLER_SPILL_KEEP = 200
+CRAWLER_SPILL_COLD_SECONDS = 30.0
+CRAWLER_SPILL_SECONDS = 5.0
 # A log line (and the reactor's lag) every N seconds; 0: off.
 CRAWLER_REACTOR_HEARTBEAT_SECONDS = 0.0
 

@@ -271,6 +271,26 @@ def test_frontier_shows_redis_or_what_the_database_holds(served: Served) -> None
     assert admin.post("/api/frontier/recover").status == 200
 
 
+def test_clearing_a_shared_crawl_drops_the_requests_it_spilled_to_the_database(served: Served) -> None:
+    crawl = f"test-api-{uuid.uuid4().hex[:8]}"
+    if not served.redis_crawl:  # no shared crawl to clear
+        assert served.client().login("admin").request("DELETE", f"/api/frontier?crawl={crawl}").status == 400
+        return
+    client = redis.Redis.from_url(REDIS_URL)
+    FrontierStore(client, crawl_keys(crawl)).push(FAST_HOST, 0, f"http://{FAST_HOST}/kept\t{{}}")
+    served.database.query(
+        "INSERT INTO frontier_spill (crawl_id, run, domain, priority, request) VALUES (?, 'r', ?, 0, ?) RETURNING id",
+        (crawl, FAST_HOST, f"http://{FAST_HOST}/spilled\t{{}}"),
+    )
+    try:
+        admin = served.client().login("admin")
+        cleared = admin.request("DELETE", f"/api/frontier?crawl={crawl}")
+        assert cleared.status == 200 and cleared.json()["spilled_dropped"] == 1, cleared.body
+        assert served.database.query("SELECT COUNT(*) FROM frontier_spill WHERE crawl_id = ?", (crawl,)) == [(0,)]
+    finally:
+        forget_crawl(client, crawl)
+
+
 def test_metrics_parse_and_sum_the_processes(served: Served) -> None:
     text = served.client("127.0.0.25").get("/metrics").body.decode()
     samples = {

@@ -41,6 +41,7 @@ class FrontierView:
                     "crawl": crawl,
                     "queued": sizes.queued,
                     "delayed": sizes.delayed,
+                    "spilled": sizes.spilled,
                     "leased": sizes.leased,
                     "reclaimed": sizes.reclaimed,
                 }

@@ -165,10 +165,13 @@ async def frontier_summary(found: ApiContext, queued_snapshot: int) -> dict[str,
             crawls=crawls,
             queued=sum(c["queued"] for c in crawls),
             delayed=sum(c["delayed"] for c in crawls),
+            spilled=sum(c["spilled"] for c in crawls),
             leased=sum(c["leased"] for c in crawls),
             reclaimed=sum(c["reclaimed"] for c in crawls),
         )
-    summary["size"] = summary["queued"] + summary.get("delayed", 0) + summary["inbox_pending"]
+    summary["size"] = (
+        summary["queued"] + summary.get("delayed", 0) + summary.get("spilled", 0) + summary["inbox_pending"]
+    )
     return summary
 
 

@@ -56,11 +56,14 @@ class Command(ScrapyCommand):
             print(f"crawl {crawl}: {frontier.clear()} keys deleted")
             return
         print(_summary(crawl, frontier))
-        print(f"{'domain':40} {'queued':>8} {'ready in':>9} {'blocked':>8} {'delay':>7} {'conc.':>5} {'in flight':>9}")
+        print(
+            f"{'domain':40} {'queued':>8} {'spilled':>8} {'ready in':>9} {'blocked':>8} {'delay':>7} {'conc.':>5} "
+            f"{'in flight':>9}"
+        )
         for row in frontier.domains():
             ready = "-" if row["ready_in"] is None else f"{row['ready_in']:.2f}s"
             print(
-                f"{row['domain']:40} {row['queued']:>8} {ready:>9} {row['blocked_for']:>7.1f}s "
+                f"{row['domain']:40} {row['queued']:>8} {row['spilled']:>8} {ready:>9} {row['blocked_for']:>7.1f}s "
                 f"{row['delay']:>6.2f}s {row['concurrency']:>5} {row['in_flight']:>9}"
             )
 
@@ -88,5 +91,6 @@ def _summary(crawl: str, frontier: FrontierStore) -> str:
     sizes = frontier.sizes()
     return (
         f"crawl {crawl}: {sizes.queued} queued, {sizes.delayed} waiting to retry, "
-        f"{sizes.leased} leased, {sizes.reclaimed} leases expired and requeued, {sizes.dead} dead letters"
+        f"{sizes.leased} leased, {sizes.reclaimed} leases expired and requeued, {sizes.dead} dead letters, "
+        f"{sizes.spilled} queued in PostgreSQL (cold domains)"
     )

@@ -36,7 +36,8 @@ class FrontierCounts:
         except REDIS_ERRORS:
             return {}
         return {
-            "frontier/queued": sizes.queued + sizes.delayed,
+            "frontier/queued": sizes.waiting,
+            "frontier/spilled": sizes.spilled,
             "frontier/leased": sizes.leased,
             "frontier/lease_reclaimed": sizes.reclaimed,
         }

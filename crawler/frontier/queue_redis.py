@@ -186,7 +186,7 @@ class RedisFrontierQueue(Base):
     def __len__(self) -> int:
         if not self.link.available:
             return max(1, len(self.at_hand))  # keep the worker alive until Redis is back
-        return self.sizes.queued + self.sizes.delayed + len(self.at_hand) + self._pushing
+        return self.sizes.waiting + len(self.at_hand) + self._pushing
 
     def clear(self) -> None:
         self.store.clear()

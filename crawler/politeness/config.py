@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from scrapy.settings import BaseSettings
 
 from crawler.politeness.policy import DomainState, Policy, PolicyConfig
+from crawler.redis import redis_enabled
 
 if TYPE_CHECKING:
     from crawler.redis.store import FrontierConfig
@@ -48,4 +49,18 @@ def frontier_config(settings: BaseSettings) -> FrontierConfig:
         robots=settings.getbool("ROBOTSTXT_OBEY"),
         lease_seconds=settings.getfloat("CRAWLER_LEASE_SECONDS"),
         max_deliveries=settings.getint("CRAWLER_MAX_DELIVERIES"),
+        spill_above=spill_threshold(settings),
+        spill_keep=settings.getint("CRAWLER_SPILL_KEEP"),
+        spill_cold_seconds=settings.getfloat("CRAWLER_SPILL_COLD_SECONDS"),
     )
+
+
+def spill_threshold(settings: BaseSettings) -> int:
+    """``CRAWLER_SPILL_ABOVE`` where it applies (a shared crawl on PostgreSQL), else 0."""
+    database = str(settings.get("DATABASE_URL") or "").partition("://")[0].lower()
+    if not redis_enabled(settings) or database not in ("postgresql", "postgres"):
+        return 0
+    above, keep = settings.getint("CRAWLER_SPILL_ABOVE"), settings.getint("CRAWLER_SPILL_KEEP")
+    if above > 0 and not 0 < keep < above:
+        raise ValueError(f"CRAWLER_SPILL_KEEP must be between 1 and CRAWLER_SPILL_ABOVE - 1, not {keep}")
+    return max(0, above)

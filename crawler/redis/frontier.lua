@@ -30,6 +30,15 @@
 --                          nothing is handed out of keys that vanished (Redis flushed, or restarted
 --                          without its data)
 --   P:seen:...             the seen marks of the shard's domains' requests (seen.lua)
+--   P:spilled        int   requests of the shard's domains moved to PostgreSQL (``frontier_spill``);
+--                          P:d:D's field ``spilled``: domain D's
+--   P:long           set   domains whose queue grew past the spill threshold (the movers' candidates)
+--   P:long_cursor    str   where the movers' scan of P:long stands
+--   P:refill         zset  domain -> when a mover may refill it (a domain with requests in the table
+--                          whose queue ran low; put off by a claim, so a dead mover's is tried again)
+--   P:mover:D        str   the mover holding domain D (spilling or refilling it), expiring
+--   P:run            str   the name the shard's rows in the table carry: a new run of the crawl (its
+--                          keys deleted, flushed) never reads an earlier run's rows
 
 local P = KEYS[1]
 local op = ARGV[1]
@@ -95,6 +104,39 @@ local function enqueue(d, prio, request, front)
   if front then redis.call('LPUSH', lk, request) else redis.call('RPUSH', lk, request) end
   redis.call('ZADD', prios_key(d), -tonumber(prio), prio)
   redis.call('INCR', P .. ':queued')
+end
+
+-- Requests queued in Redis for a domain (the sum over its priorities: a few lists).
+local function domain_len(d)
+  local n = 0
+  for _, prio in ipairs(redis.call('ZRANGE', prios_key(d), 0, -1)) do
+    n = n + redis.call('LLEN', list_key(d, prio))
+  end
+  return n
+end
+
+local function mover_key(d) return P .. ':mover:' .. d end
+local function claim(d, claimant, seconds)
+  return redis.call('SET', mover_key(d), claimant, 'NX', 'PX', math.max(1, math.floor(seconds * 1000)))
+end
+local function holds(d, claimant) return redis.call('GET', mover_key(d)) == claimant end
+
+-- The name of the shard's rows in the table, made by the first mover of the run.
+local function run_name(claimant)
+  local run = redis.call('GET', P .. ':run')
+  if not run then
+    local t = redis.call('TIME')  -- the server's: unique even where a clock is given
+    run = P .. '@' .. t[1] .. '.' .. t[2] .. '/' .. claimant
+    redis.call('SET', P .. ':run', run)
+  end
+  return run
+end
+
+-- A pop left a cold domain's queue low: a mover brings some of its requests back from the table.
+local function note_if_low(d, below)
+  if below > 0 and num(redis.call('HGET', dkey(d), 'spilled'), 0) > 0 and domain_len(d) < below then
+    redis.call('ZADD', P .. ':refill', 'NX', now, d)
+  end
 end
 
 -- A request handed out leaves some time later (the worker's reply, its engine, its
@@ -168,7 +210,7 @@ end
 
 -- One request (or robots.txt claim) of a ready domain, appended to ``out``; false if none.
 -- ``lead``: a request may be handed out this long before its slot, with the time it may leave.
-local function pop_one(out, lead)
+local function pop_one(out, lead, refill_below)
   local candidates = redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now + lead, 'LIMIT', 0, 16)
   for _, d in ipairs(candidates) do
     refresh(d)
@@ -191,6 +233,7 @@ local function pop_one(out, lead)
       if redis.call('LLEN', lk) == 0 then redis.call('ZREM', prios_key(d), prio) end
       if request then
         redis.call('DECR', P .. ':queued')
+        note_if_low(d, refill_below)
         local key = lease_key(request)
         local reservation, slot = reserve(d, key)
         redis.call('ZADD', P .. ':leases', now + lease_seconds, key)
@@ -230,10 +273,12 @@ if op ~= 'sizes' then redis.call('SET', P .. ':alive', fmt(now)) end
 
 if op == 'push' then
   -- ARGV[8..]: domain, priority, request, seconds to wait before it may go (retries with
-  -- backoff), scheme, and optionally the request's seen-filter marker (kind, key, values; see
-  -- seen.lua): a request already seen is not queued (0), in the same step that marks it seen.
+  -- backoff), scheme, the spill threshold (a domain queuing more is a candidate to spill; 0: off),
+  -- and optionally the request's seen-filter marker (kind, key, values; see seen.lua): a request
+  -- already seen is not queued (0), in the same step that marks it seen.
   local d, prio, request, wait, scheme = ARGV[8], ARGV[9], ARGV[10], num(ARGV[11], 0), ARGV[12]
-  if ARGV[13] and not mark_seen(ARGV[13], ARGV[14], {unpack(ARGV, 15)}) then return 0 end
+  local spill_above = num(ARGV[13], 0)
+  if ARGV[14] and not mark_seen(ARGV[14], ARGV[15], {unpack(ARGV, 16)}) then return 0 end
   local key = lease_key(request)
   -- a retry or redirect of a leased request takes its lease's place
   if redis.call('ZREM', P .. ':leases', key) == 1 then redis.call('HDEL', P .. ':leasedata', key) end
@@ -244,12 +289,16 @@ if op == 'push' then
   else
     enqueue(d, prio, request, false)
     refresh(d)
+    if spill_above > 0 and redis.call('SISMEMBER', P .. ':long', d) == 0 and domain_len(d) > spill_above then
+      redis.call('SADD', P .. ':long', d)
+    end
   end
   return 1
 
 elseif op == 'pop' then
   -- ARGV[8]: at most how many; ARGV[9]: the lead (seconds a request may be handed out before its
-  -- slot; none if absent); ARGV[10]: 1 from a worker of a begun crawl. Returns now, then
+  -- slot; none if absent); ARGV[10]: 1 from a worker of a begun crawl; ARGV[11]: the length
+  -- under which a cold domain's queue is refilled from the table (0 or absent: no spill). Returns now, then
   -- kind/domain/request/reservation/seconds from now until it may leave, five at a time (kind
   -- ``dead``: a request past the delivery cap, for a row), then the seconds until anything may
   -- be handed out ('' when nothing is queued, delayed or leased) if fewer came.
@@ -257,8 +306,9 @@ elseif op == 'pop' then
   housekeeping()
   local lead = num(ARGV[9], 0)
   local out = {}
+  local refill_below = num(ARGV[11], 0)
   for _ = 1, tonumber(ARGV[8]) do
-    if not pop_one(out, lead) then break end
+    if not pop_one(out, lead, refill_below) then break end
   end
   local answer = {fmt(now)}
   for _, data in ipairs(redis.call('LRANGE', P .. ':dead_new', 0, 9)) do
@@ -277,7 +327,7 @@ elseif op == 'sizes' or op == 'beat' then
   return {
     tonumber(redis.call('GET', P .. ':queued') or '0'), redis.call('ZCARD', P .. ':delayed'),
     redis.call('ZCARD', P .. ':leases'), tonumber(redis.call('GET', P .. ':reclaimed') or '0'),
-    redis.call('LLEN', P .. ':dead'),
+    redis.call('LLEN', P .. ':dead'), tonumber(redis.call('GET', P .. ':spilled') or '0'),
   }
 
 elseif op == 'ack' then
@@ -374,5 +424,111 @@ elseif op == 'robots_stored' then
   redis.call('ZREM', inflight_key(ARGV[8]), 'robots:' .. ARGV[8])
   refresh(ARGV[8])
   return 1
+
+elseif op == 'spill_take' then
+  -- A mover's turn (``spill.py``): ARGV[8..13]: claimant, claim seconds, seconds a domain's next
+  -- request must be away to count as cold, requests kept, at most how many to move, how many
+  -- candidates to look at. Claims the first cold domain of P:long (it queued more than the spill
+  -- threshold, and spills down to the kept ones) and returns the shard's run, the domain and the
+  -- tail of its queue beyond the kept ones (priority, request pairs, lowest priority first), left
+  -- in place: the mover writes them to the table first, then removes them (``spill_remove``).
+  -- Nothing ({}) if none.
+  local claimant, seconds, cold = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+  local keep, most = tonumber(ARGV[11]), tonumber(ARGV[12])
+  local scan = redis.call('SSCAN', P .. ':long', redis.call('GET', P .. ':long_cursor') or '0', 'COUNT', ARGV[13])
+  if scan[1] == '0' then  -- a full round: no key left behind where there is nothing to scan
+    redis.call('DEL', P .. ':long_cursor')
+  else
+    redis.call('SET', P .. ':long_cursor', scan[1])
+  end
+  for _, d in ipairs(scan[2]) do
+    local n = domain_len(d)
+    local ready_at = redis.call('ZSCORE', P .. ':ready', d)
+    if n <= keep then
+      redis.call('SREM', P .. ':long', d)
+    elseif (not ready_at or tonumber(ready_at) > now + cold) and claim(d, claimant, seconds) then
+      local tail, wanted = {run_name(claimant), d}, math.min(n - keep, most)
+      for _, prio in ipairs(redis.call('ZREVRANGE', prios_key(d), 0, -1)) do
+        if wanted <= 0 then break end
+        local taken = redis.call('LRANGE', list_key(d, prio), -wanted, -1)
+        for _, request in ipairs(taken) do
+          table.insert(tail, prio)
+          table.insert(tail, request)
+        end
+        wanted = wanted - #taken
+      end
+      return tail
+    end
+  end
+  return {}
+
+elseif op == 'spill_remove' then
+  -- ARGV[8..11]: domain, claimant, requests kept, refill length; then the priority, request pairs written to
+  -- the table. Removes each one still queued (one occurrence) and counts it spilled; returns 1 or
+  -- 0 for each (0: it had left the queue, its row goes), or nothing if the claim was lost
+  -- (another mover has the domain: the rows stay, a duplicate at worst).
+  local d, claimant = ARGV[8], ARGV[9]
+  if not holds(d, claimant) then return false end
+  local flags, removed = {}, 0
+  for i = 12, #ARGV, 2 do
+    local lk = list_key(d, ARGV[i])
+    local n = redis.call('LREM', lk, -1, ARGV[i + 1])
+    if n > 0 and redis.call('LLEN', lk) == 0 then redis.call('ZREM', prios_key(d), ARGV[i]) end
+    removed = removed + n
+    table.insert(flags, n)
+  end
+  redis.call('DECRBY', P .. ':queued', removed)
+  redis.call('HINCRBY', dkey(d), 'spilled', removed)
+  redis.call('INCRBY', P .. ':spilled', removed)
+  if domain_len(d) <= tonumber(ARGV[10]) then redis.call('SREM', P .. ':long', d) end  -- spilled down
+  note_if_low(d, tonumber(ARGV[11]))  -- its queue may have run low meanwhile
+  redis.call('DEL', mover_key(d))
+  refresh(d)
+  return flags
+
+elseif op == 'refill_take' then
+  -- ARGV[8..11]: claimant, claim seconds, requests kept, the length under which a queue is
+  -- refilled. Claims the first domain due for a refill; returns the shard's run, the domain and
+  -- how many requests to bring back; nothing ({}) if none.
+  local claimant, seconds, keep, below = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+  for _, d in ipairs(redis.call('ZRANGEBYSCORE', P .. ':refill', '-inf', now, 'LIMIT', 0, 16)) do
+    local n = domain_len(d)
+    if num(redis.call('HGET', dkey(d), 'spilled'), 0) <= 0 or n >= below then
+      redis.call('ZREM', P .. ':refill', d)
+    elseif claim(d, claimant, seconds) then
+      redis.call('ZADD', P .. ':refill', now + seconds, d)  -- tried again if this mover dies
+      return {run_name(claimant), d, tostring(keep - n)}
+    end
+  end
+  return {}
+
+elseif op == 'refill' then
+  -- ARGV[8..11]: domain, claimant, 1 if the table holds more of its requests, the refill length;
+  -- then the priority, request pairs brought back from the table (in priority order), queued
+  -- again without the seen filter (they were seen). How many, or nothing if the claim was lost.
+  local d, claimant = ARGV[8], ARGV[9]
+  if not holds(d, claimant) then return false end
+  local brought = 0
+  for i = 12, #ARGV, 2 do
+    enqueue(d, ARGV[i], ARGV[i + 1], false)
+    brought = brought + 1
+  end
+  local had = num(redis.call('HGET', dkey(d), 'spilled'), 0)
+  local left = 0
+  if ARGV[10] == '1' then left = math.max(had - brought, 1) end  -- the table says whether any are left
+  if left > 0 then redis.call('HSET', dkey(d), 'spilled', left) else redis.call('HDEL', dkey(d), 'spilled') end
+  redis.call('INCRBY', P .. ':spilled', left - had)
+  if left > 0 and domain_len(d) < tonumber(ARGV[11]) then
+    redis.call('ZADD', P .. ':refill', now, d)
+  else
+    redis.call('ZREM', P .. ':refill', d)
+  end
+  redis.call('DEL', mover_key(d))
+  refresh(d)
+  return brought
+
+elseif op == 'spill_run' then
+  -- ARGV[8]: claimant. The shard's run (made now if it has none).
+  return run_name(ARGV[8])
 end
 return redis.error_reply('unknown frontier operation ' .. tostring(op))

@@ -39,6 +39,20 @@ class FrontierConfig:
     lease_seconds: float = 120.0
     max_deliveries: int = 5
     """How many times a request may be handed out before it goes to the dead-letter list."""
+    spill_above: int = 0
+    """A domain queuing more requests than this may spill the tail of its queue to PostgreSQL
+    when it is cold (``crawler.frontier.spill``); 0: never."""
+    spill_keep: int = 0
+    """How many requests a spilled domain keeps in Redis."""
+    spill_cold_seconds: float = 30.0
+    """A domain whose next request may not go for this long is cold."""
+    mover_claim_seconds: float = 60.0
+    """How long a mover holds a domain it spills or refills (a dead mover's claim expires)."""
+
+    @property
+    def refill_below(self) -> int:
+        """A cold domain whose queue in Redis falls under this length is refilled (0: no spill)."""
+        return max(1, self.spill_keep // 2) if self.spill_above else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +81,38 @@ class PopBatch:
     is queued, delayed or leased)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Spill:
+    """The tail of a cold domain's queue a mover claimed: the shard's run (the rows' name), the
+    domain, and its (priority, encoded request) entries, still queued."""
+
+    run: str
+    domain: str
+    entries: list[tuple[int, str]]
+
+
+def _pairs(parts: list[str]) -> list[tuple[int, str]]:
+    return [(int(parts[i]), parts[i + 1]) for i in range(0, len(parts), 2)]
+
+
 RUNNING, COMPLETE = b"running", b"complete"
 """The crawl's mark (``P:born``): running, or ended and cleared."""
 COMPLETE_SECONDS = 3600
 DEFAULT_SHARDS = 16
 
 DOMAIN_OPERATIONS = frozenset(
-    {"push", "try_reserve", "rehold", "sent", "unreserve", "finish", "update", "robots_stored"}
+    {
+        "push",
+        "try_reserve",
+        "rehold",
+        "sent",
+        "unreserve",
+        "finish",
+        "update",
+        "robots_stored",
+        "spill_remove",
+        "refill",
+    }
 )
 """Operations of the script whose first argument is a domain: they run in its shard."""
 
@@ -85,10 +124,17 @@ class FrontierSizes:
     leased: int
     reclaimed: int
     dead: int = 0
+    spilled: int = 0
+    """Requests of cold domains in PostgreSQL (``frontier_spill``): queued too."""
 
     @property
     def empty(self) -> bool:
-        return not (self.queued or self.delayed or self.leased)
+        return not (self.queued or self.delayed or self.leased or self.spilled)
+
+    @property
+    def waiting(self) -> int:
+        """Requests waiting to go: queued in Redis, waiting to retry, or spilled."""
+        return self.queued + self.delayed + self.spilled
 
     @classmethod
     def total(cls, answers: Iterable[Any]) -> FrontierSizes:
@@ -177,7 +223,7 @@ class FrontierStore:
     ) -> list[Any]:
         # Sent as a wait, not a time: the server's clock may differ from this machine's.
         wait = max(0.0, not_before - (self.clock or time.time)()) if not_before else 0.0
-        return ["push", domain, priority, request, repr(wait), scheme, *(seen or ())]
+        return ["push", domain, priority, request, repr(wait), scheme, self.config.spill_above, *(seen or ())]
 
     def push(
         self,
@@ -201,7 +247,7 @@ class FrontierStore:
 
     def pop_arguments(self, count: int, lead: float) -> list[Any]:
         """A pop's operation and arguments, to run in a shard (``call_in``)."""
-        return ["pop", count, repr(lead), int(self.begun)]
+        return ["pop", count, repr(lead), int(self.begun), self.config.refill_below]
 
     def pop_many(self, count: int, lead: float = 0.0, shard: str | None = None) -> PopBatch:
         """At most ``count`` requests of ``shard``; of any shard if None, the shards whose
@@ -271,6 +317,58 @@ class FrontierStore:
         used = [float(stamp) for stamp in stamps if stamp is not None]
         return max(used) if used else None
 
+    # --- cold domains (``crawler.frontier.spill`` moves them) -------------------------------------
+    def spill_take(self, shard: str, claimant: str, most: int, candidates: int = 100) -> Spill | None:
+        """Claim a cold domain of ``shard`` that queued more than ``spill_above`` requests: the
+        tail of its queue beyond ``spill_keep`` (at most ``most``), still queued; None if none."""
+        config = self.config
+        answer = self.call_in(
+            shard,
+            "spill_take",
+            claimant,
+            repr(config.mover_claim_seconds),
+            repr(config.spill_cold_seconds),
+            config.spill_keep,
+            most,
+            candidates,
+        )
+        if not answer:
+            return None
+        parts = [as_text(part) for part in answer]
+        return Spill(parts[0], parts[1], _pairs(parts[2:]))
+
+    def spill_remove(self, spill: Spill, claimant: str) -> list[bool] | None:
+        """Remove the spilled requests still queued (their rows are written); for each, whether
+        it was; None if the claim was lost (nothing removed)."""
+        flat = [part for priority, request in spill.entries for part in (priority, request)]
+        config = self.config
+        answer = self.call("spill_remove", spill.domain, claimant, config.spill_keep, config.refill_below, *flat)
+        return None if answer is None else [bool(int(flag)) for flag in answer]
+
+    def refill_take(self, shard: str, claimant: str) -> tuple[str, str, int] | None:
+        """Claim a domain of ``shard`` due for a refill: the shard's run, the domain and how many
+        requests to bring back; None if none."""
+        config = self.config
+        answer = self.call_in(
+            shard, "refill_take", claimant, repr(config.mover_claim_seconds), config.spill_keep, config.refill_below
+        )
+        if not answer:
+            return None
+        run, domain, wanted = (as_text(part) for part in answer)
+        return run, domain, int(wanted)
+
+    def refill(self, domain: str, claimant: str, entries: list[tuple[int, str]], more: bool) -> int | None:
+        """Queue ``entries`` (read from the table) again; ``more``: the table holds more of the
+        domain's. How many, or None if the claim was lost (nothing queued)."""
+        flat = [part for priority, request in entries for part in (priority, request)]
+        answer = self.call("refill", domain, claimant, int(more), self.config.refill_below, *flat)
+        return None if answer is None else int(answer)
+
+    def spill_runs(self, claimant: str) -> list[str]:
+        """The run of each shard (made now where there is none): the names of the rows the crawl
+        may read."""
+        return [as_text(run) for run in self.in_every_shard("spill_run", claimant)]
+
     # --- domain slots ------------------------------------------------------------------------
     def try_reserve_arguments(self, domain: str, holder: str) -> list[Any]:
         return ["try_reserve", domain, holder, int(self.begun)]
@@ -307,7 +405,8 @@ class FrontierStore:
 
     # --- inspection --------------------------------------------------------------------------
     def domains(self) -> list[dict[str, Any]]:
-        """Per domain: queued requests, ready time, block, delay, concurrency, holders."""
+        """Per domain: queued requests (in Redis, and spilled to PostgreSQL), ready time, block,
+        delay, concurrency, holders."""
         now = self.now()
         names = self.domain_names()
         ready = {
@@ -324,6 +423,7 @@ class FrontierStore:
                 {
                     "domain": domain,
                     "queued": queued,
+                    "spilled": int(state.get("spilled", 0)),
                     "ready_in": max(0.0, ready[domain] - now) if domain in ready else None,
                     "blocked_for": max(0.0, float(state.get("hold", 0)) - now),
                     "delay": float(state["delay"]) if "delay" in state else self.config.default_delay,

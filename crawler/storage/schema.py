@@ -389,6 +389,21 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE pages ADD COLUMN simhash VARCHAR(16);
     ALTER TABLE pages ADD COLUMN duplicate_of TEXT
     """,
+    # cold domains: the tail of a long queue of a domain that will not be ready soon, out of
+    # Redis (crawler.frontier.spill); each row under its frontier shard's run, read back in
+    # priority order
+    """
+    CREATE TABLE frontier_spill (
+        id {id},
+        crawl_id VARCHAR(255) NOT NULL,
+        run VARCHAR(255) NOT NULL,
+        domain VARCHAR(255) NOT NULL,
+        priority INTEGER NOT NULL,
+        request {big_text} NOT NULL
+    );
+    CREATE INDEX idx_frontier_spill_domain ON frontier_spill (run, domain, priority DESC, id);
+    CREATE INDEX idx_frontier_spill_crawl ON frontier_spill (crawl_id, run)
+    """,
 )
 
 

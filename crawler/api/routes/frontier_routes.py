@@ -15,6 +15,7 @@ from crawler.api.overview import domains_and_frontier
 from crawler.api.routing import URLS_BODY, Param, Route
 from crawler.identity import InvalidURL
 from crawler.storage.inbox import add_to_inbox, clear_inbox, recover_inbox, waiting_urls
+from crawler.storage.spill import forget_crawl
 from crawler.storage.values import utc_now
 
 LIMIT = Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100})
@@ -101,16 +102,22 @@ async def frontier_recover(request: web.Request) -> web.Response:
 
 
 async def frontier_clear(request: web.Request) -> web.Response:
-    """URLs waiting in the inbox are dropped; with ``crawl``, that shared crawl's keys too."""
+    """URLs waiting in the inbox are dropped; with ``crawl``, that shared crawl's keys and the
+    requests it spilled to the database too."""
     found = context(request)
     crawl = params.text(request, "crawl", 200)
-    result: dict[str, Any] = {"inbox_dropped": await clear_inbox(found.db), "redis_keys_deleted": 0}
+    result: dict[str, Any] = {
+        "inbox_dropped": await clear_inbox(found.db),
+        "redis_keys_deleted": 0,
+        "spilled_dropped": 0,
+    }
     if crawl is not None:
         if found.frontier is None:
             raise params.bad_request("crawl names a shared crawl, and REDIS_URL is not set")
         if crawl not in await asyncio.to_thread(found.frontier.crawls):
             raise params.not_found(f"no shared crawl {crawl!r} in this Redis")
         result["redis_keys_deleted"] = await asyncio.to_thread(lambda: found.frontier.frontier(crawl).clear())
+        result["spilled_dropped"] = await forget_crawl(found.db, crawl)
     await found.record(identity(request), "frontier.clear", crawl, result)
     return web.json_response(result)
 
