@@ -293,7 +293,7 @@ def test_rows_of_an_earlier_run_are_forgotten_and_never_read(
 
 
 async def _write(backend: StorageBackend, crawl: str, spill) -> None:  # type: ignore[no-untyped-def]
-    from crawler.storage.spill import write_spilled
+    from crawler.storage.spilled_requests import write_spilled
 
     await write_spilled(backend, crawl, spill.run, spill.domain, spill.entries)
 

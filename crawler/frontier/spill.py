@@ -25,7 +25,7 @@ from typing import Any
 
 from crawler.redis.store import FrontierStore
 from crawler.storage.backend import StorageBackend
-from crawler.storage.spill import delete_spilled, forget_other_runs, read_spilled, write_spilled
+from crawler.storage.spilled_requests import delete_spilled, forget_other_runs, read_spilled, write_spilled
 
 SPILL_BATCH = 500
 """Requests moved to the table in one step at most (one statement, one script call)."""

@@ -15,7 +15,7 @@ from crawler.api.overview import domains_and_frontier
 from crawler.api.routing import URLS_BODY, Param, Route
 from crawler.identity import InvalidURL
 from crawler.storage.inbox import add_to_inbox, clear_inbox, recover_inbox, waiting_urls
-from crawler.storage.spill import forget_crawl
+from crawler.storage.spilled_requests import forget_crawl
 from crawler.storage.values import utc_now
 
 LIMIT = Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100})
