@@ -26,7 +26,10 @@ def sample(pid: int, at: float, ports: tuple[int, ...]) -> ProcessSample | None:
         links = [os.readlink(fd_dir / name) for name in os.listdir(fd_dir)]
     except (FileNotFoundError, ProcessLookupError):
         return None
-    rss_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+    rss = [int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")]
+    if not rss:
+        return None  # exited, not yet reaped: a zombie has no memory of its own
+    rss_kb = rss[0]
     sockets = {link[8:-1] for link in links if link.startswith("socket:[")}
     return ProcessSample(at, rss_kb / 1024, len(links), _connections(pid, sockets, ports))
 

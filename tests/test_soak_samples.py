@@ -1,0 +1,28 @@
+"""The soak's samples of a process from ``/proc`` (``bench/soak_samples.py``)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from bench.soak_samples import sample
+
+
+def test_a_process_that_exited_unreaped_samples_as_gone() -> None:
+    child = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 10
+    while "State:\tZ" not in Path(f"/proc/{child.pid}/status").read_text():  # exited, not waited for
+        assert time.monotonic() < deadline, "the child never exited"
+        time.sleep(0.01)
+    try:
+        assert sample(child.pid, 0.0, ()) is None
+    finally:
+        child.wait()
+    running = subprocess.Popen(["sleep", "30"])
+    try:
+        taken = sample(running.pid, 0.0, ())
+        assert taken is not None and taken.rss_mb > 0 and taken.fds >= 3
+    finally:
+        running.kill()  # our own child, by its PID
+        running.wait()
