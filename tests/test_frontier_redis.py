@@ -8,8 +8,11 @@ import time
 
 import pytest
 import redis
+from scrapy import Request, Spider
+from scrapy.squeues import FifoMemoryQueue
 from scrapy.utils.test import get_crawler
 
+from crawler.frontier.queue_local import PolitePriorityQueue
 from crawler.frontier.queue_redis import RedisFrontierQueue
 from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.politeness.policy import Policy, PolicyConfig
@@ -352,3 +355,22 @@ def test_domain_loads_count_each_domain_s_slots_held_and_requests_queued_at_ever
         _push(frontier, url, priority)
     assert _popped_url(frontier) == "http://a/1"
     assert frontier.domain_loads(["a", "b", "unknown"]) == {"a": (1, 2), "b": (0, 1), "unknown": (0, 0)}
+
+
+def test_a_request_a_process_keeps_is_tried_again_within_half_the_delay_after_another_took_the_slot(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    # A soft-404 probe stays in the process that made it; the other processes take the domain's
+    # slots through the shared frontier without telling it when one comes free.
+    policy = Policy(PolicyConfig(default_delay=0.5, handout_lead=0.0))
+    mine = _frontier(redis_client, crawl_name, clock, default_delay=0.5, default_concurrency=1)
+    other = _frontier(redis_client, crawl_name, clock, default_delay=0.5, default_concurrency=1)
+    queue = PolitePriorityQueue(get_crawler(Spider), FifoMemoryQueue, "", limiter=RedisDomainLimiter(policy, mine))
+    _push(other, "http://a/0")
+    assert _popped_url(other) == "http://a/0"  # it left at once: the next slot is 0.5 s on
+    RedisDomainLimiter(policy, other).finish("a", "http://a/0")  # and was answered
+    queue.push(Request("http://a/probe"))
+    assert queue.pop() is None  # the slot is the other process's
+    clock.now += 0.5 + 0.25 + 0.01
+    request = queue.pop()
+    assert request is not None and request.url == "http://a/probe"

@@ -46,7 +46,7 @@ SWEEP_SECONDS = 60.0
 RECHECK_SECONDS = 1.0
 """When a domain that waits for a free slot, or for a robots.txt it could not start fetching, is
 looked at again unless told sooner (in a shared crawl, other processes free slots without
-telling this one)."""
+telling this one: there, within half the domain's delay if that is sooner)."""
 
 
 class PolitePriorityQueue:
@@ -191,7 +191,14 @@ class PolitePriorityQueue:
         """Until the domain's ready time, or, when only its concurrency holds it, until a slot
         finishes (which the limiter tells)."""
         ready_at = self.limiter.ready_at(domain)
-        self._mark_waiting(domain, ready_at if ready_at > now else now + RECHECK_SECONDS)
+        self._mark_waiting(domain, ready_at if ready_at > now else now + self._recheck_seconds(domain))
+
+    def _recheck_seconds(self, domain: str) -> float:
+        """In a shared crawl, within half the domain's delay: a request this process keeps (a
+        soft-404 probe) whose slot another process took leaves at most half a delay after the
+        slot came free, not up to a second (twice a 0.5 s host's delay)."""
+        delay = self.limiter.effective_delay(domain)
+        return min(RECHECK_SECONDS, delay / 2) if self.limiter.shared and delay > 0 else RECHECK_SECONDS
 
     def _wait_to_be_told(self, domain: str) -> None:
         """On neither index until the limiter says the domain may be ready (``_may_be_ready``)."""

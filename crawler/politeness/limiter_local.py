@@ -18,6 +18,9 @@ from crawler.politeness.policy import DomainState, Outcome, Policy
 
 
 class DomainLimiter:
+    shared = False
+    """Whether other processes take the domains' slots too (they do not tell this one when)."""
+
     def __init__(self, policy: Policy, clock: Callable[[], float] = time.time):
         self.policy = policy
         self.clock = clock

@@ -62,6 +62,8 @@ Change = Callable[[DomainState, float], T]
 
 
 class RedisDomainLimiter(DomainLimiter):
+    shared = True
+
     def __init__(self, policy: Policy, store: FrontierStore, link: RedisLink | None = None):
         super().__init__(policy, store.clock or time.time)
         self.store = store
