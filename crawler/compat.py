@@ -49,6 +49,13 @@ def schedule_engine(crawler: Crawler) -> None:
         engine._slot.nextcall.schedule()
 
 
+def engine_closing(crawler: Crawler) -> bool:
+    """Whether the engine is closing the spider (or has closed it): Scrapy waits for every
+    download in progress before it ends (``ExecutionEngine._slot.closing``)."""
+    engine = crawler.engine
+    return engine is not None and (engine._slot is None or engine._slot.closing is not None)
+
+
 # --- Scrapy's stats collector --------------------------------------------------------------------
 
 

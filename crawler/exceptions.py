@@ -37,5 +37,10 @@ class RobotsUnreachable(IgnoreRequest):
     """The site gave no answer at all for its robots.txt: its pages are errors, not refusals."""
 
 
+class NotSent(IgnoreRequest):
+    """A request the job ended before it could leave (its domain paused by an operator); its row
+    is ``skipped`` and the message says why."""
+
+
 class ProxyRefused(IgnoreRequest):
     """The proxy refused the crawler's credentials (407); the message names the proxy."""

@@ -22,7 +22,9 @@ from scrapy.exceptions import CannotResolveHostError
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
+from crawler.compat import engine_closing
 from crawler.download.held_slot import HeldSlotCheck
+from crawler.exceptions import NotSent
 from crawler.guard.blocked import refuse
 from crawler.guard.resolver import installed_resolver
 from crawler.politeness.slots import DOMAIN, LEAVE_AT
@@ -65,6 +67,8 @@ class DepartureGate:
         while True:
             state = limiter.state(domain)
             if state.paused:
+                if engine_closing(self.crawler):  # it would wait for ever: the job ends without it
+                    raise NotSent("not fetched: the job ended while an operator had its domain paused")
                 if not held_for_pause:
                     held_for_pause = True
                     self.crawler.stats.inc_value("limiter/held_for_pause_count")

@@ -21,6 +21,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
 from crawler.control.worker import worker_id
+from crawler.exceptions import NotSent
 from crawler.politeness.slots import DELAY_IN_FORCE, SENT_AT, domain_key
 from crawler.robots.service import CACHED_RESPONSE_FLAG
 from crawler.services import CrawlServices
@@ -46,13 +47,15 @@ class RequestLogMiddleware:
 
     def process_response(self, request: Request, response: Response) -> Response:
         if CACHED_RESPONSE_FLAG in response.flags:  # served from memory: nothing left
-            request.meta.pop(SENT_AT, None)
-            request.meta.pop(DELAY_IN_FORCE, None)
+            _forget_stamps(request)
         else:
             self._log(request, response.status, RESPONSE)
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> None:
+        if isinstance(exception, NotSent):  # held at the departure gate until the job ended
+            _forget_stamps(request)
+            return
         self._log(request, None, type(exception).__name__)
 
     def _log(self, request: Request, status: int | None, outcome: str) -> None:
@@ -77,3 +80,9 @@ class RequestLogMiddleware:
                 delay,
             )
         )
+
+
+def _forget_stamps(request: Request) -> None:
+    """A request that never left: no row of the request log."""
+    request.meta.pop(SENT_AT, None)
+    request.meta.pop(DELAY_IN_FORCE, None)

@@ -18,7 +18,7 @@ from scrapy.utils.python import global_object_name
 from twisted.python.failure import Failure
 from w3lib.encoding import read_bom
 
-from crawler.exceptions import BlockedByPolicy, RedirectFailed, ResponseFiltered, RobotsUnreachable
+from crawler.exceptions import BlockedByPolicy, NotSent, RedirectFailed, ResponseFiltered, RobotsUnreachable
 from crawler.extraction import PageData, extract_page, parse_robots_directives
 from crawler.extraction.budget import DocumentWorkers
 from crawler.guard.proxies import through_proxy
@@ -150,6 +150,8 @@ class OutcomeRecorder:
             item.error = str(error)
         elif isinstance(error, RedirectFailed):
             item.error = str(error)
+        elif isinstance(error, NotSent):
+            item = self.skipped(request, str(error))
         elif isinstance(error, IgnoreRequest) and "robots.txt" in str(error):
             item.status = "blocked_by_robots"
             item.error = str(error)
