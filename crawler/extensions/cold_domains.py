@@ -5,17 +5,17 @@ with ``CRAWLER_SPILL_ABOVE`` above 0."""
 from __future__ import annotations
 
 import logging
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from crawler.extensions.periodic import PeriodicExtension
-from crawler.frontier.queue_redis import RedisFrontierQueue
-from crawler.frontier.spill import SpillMover
 from crawler.politeness.config import spill_threshold
-from crawler.redis.link import REDIS_ERRORS
 from crawler.services import CrawlServices
+
+if TYPE_CHECKING:
+    from crawler.frontier.spill import SpillMover
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +29,7 @@ class ColdDomains(PeriodicExtension):
     def __init__(self, crawler: Crawler):
         super().__init__(crawler)
         self.mover: SpillMover | None = None
+        """The ``SpillMover``, made at the first turn (a crawl not shared never imports redis)."""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -37,6 +38,8 @@ class ColdDomains(PeriodicExtension):
         return super().from_crawler(crawler)
 
     async def tick(self) -> bool:
+        from crawler.redis.link import REDIS_ERRORS
+
         try:
             await self._move()
         except REDIS_ERRORS:
@@ -45,6 +48,9 @@ class ColdDomains(PeriodicExtension):
 
     async def _move(self) -> None:
         assert self.storage is not None
+        from crawler.frontier.queue_redis import RedisFrontierQueue
+        from crawler.frontier.spill import SpillMover
+
         backend = self.storage.backend
         if self.mover is None:
             redis = CrawlServices.of(self.crawler).redis
