@@ -4,14 +4,16 @@ find the twins one process finds. Asserted from the rows and the server's own lo
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from crawler.twins.simhash import distance
+from tests.api_server import migrate
 from tests.conftest import REDIS_URL
-from tests.helpers import Database, crawl, finish_all, start_crawl
+from tests.helpers import Database, crawl, finish_all, start_crawl, wait_until
 from tests.testweb import TestWeb
 from tests.testweb.sites import TrapSite
 
@@ -93,13 +95,30 @@ def test_three_processes_sharing_a_crawl_find_the_twins_one_process_finds(
         "CRAWLER_CRAWL_ID": crawl_name,
         "CRAWLER_IDLE_CLOSE_SECONDS": "3",
         "CRAWLER_DEFAULT_DELAY": "0.2",  # paced, so that every process gets pages
+        "CRAWLER_CONTROL_POLL_SECONDS": "0.2",
+        "CRAWLER_HEARTBEAT_SECONDS": "0.5",
         **PROBE,
     }
+    # The crawl is paused until all three processes run: on a busy machine one process could
+    # otherwise crawl the whole site before the others have started.
+    migrate(postgres_database)
+    postgres_database.query(
+        "INSERT INTO domain_controls (domain, paused, updated_by, updated_at) VALUES ('*', TRUE, 'test', ?) RETURNING domain",
+        (datetime.now(UTC).isoformat(),),
+    )
     logs = [tmp_path / f"worker-{n}.log" for n in range(3)]
     workers = [
         start_crawl("links", postgres_database, log, url=web.url("traps"), max_pages="300", settings=settings)
         for log in logs
     ]
+    paused = "SELECT COUNT(*) FROM workers WHERE crawl_id = ? AND state = 'paused'"
+    try:
+        wait_until(lambda: postgres_database.query(paused, (crawl_name,))[0][0] == 3, 120, "three workers paused")
+    finally:
+        postgres_database.query(
+            "UPDATE domain_controls SET paused = FALSE, updated_at = ? WHERE domain = '*' RETURNING domain",
+            (datetime.now(UTC).isoformat(),),
+        )
     for worker, output in zip(workers, finish_all(workers, logs, timeout=240)):
         assert worker.returncode == 0 and "Traceback" not in output, output[-5000:]
     rows = _rows(postgres_database, web)

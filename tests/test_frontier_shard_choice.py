@@ -41,3 +41,15 @@ def test_the_shards_due_longest_come_first() -> None:
     choice.answered("s1", 10.0, 1, 0, 0.1)
     choice.answered("s2", 10.0, 1, 0, 0.5)
     assert [shard for shard, _ in choice.asks(11.0, 3)] == ["s1", "s2", "s0"]
+
+
+def test_a_shard_said_ready_at_a_later_time_is_asked_then_unless_it_was_due_sooner() -> None:
+    choice = ShardChoice(SHARDS[:2], poll_seconds=1.0)
+    for shard in SHARDS[:2]:
+        choice.answered(shard, 0.0, 1, 0, None)  # empty: asked again after the poll time
+    choice.may_be_ready("s0", at=0.1)  # its slot comes free soon: asked then, not at once
+    assert choice.asks(0.05, 1) == [] and choice.wait(0.05) == 0.1 - 0.05
+    assert choice.asks(0.1, 1) == [("s0", 1)]
+    choice.answered("s0", 0.1, 1, 0, 0.3)  # due at 0.4
+    choice.may_be_ready("s0", at=0.9)  # later than it was due: the sooner time stands
+    assert choice.wait(0.1) == 0.4 - 0.1

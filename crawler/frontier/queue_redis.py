@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -128,6 +129,7 @@ class RedisFrontierQueue(Base):
         """Shards asked for work whose answers have not come."""
         self._renewing = False
         self._pop_after = 0.0  # monotonic time before which a pop would find nothing ready
+        self._jitter = random.Random().uniform
         self._mark_seen = False
         self._lost = False
         self._tasks: list[asyncio.Task[None]] = []
@@ -301,10 +303,15 @@ class RedisFrontierQueue(Base):
 
     def may_be_ready(self, domain: str) -> None:
         """A request of this process left, or its slot finished or was given back: a pop may
-        find work sooner than the frontier last said."""
-        self.shard_choice.may_be_ready(self.store.shard_of(domain))
-        self._pop_after = 0.0
-        self.wakeup.at(0)
+        find work sooner than the frontier last said. A paced domain's shard is asked after a
+        random part of the delay (at most the hand-out lead), which still hands its next request
+        out before its slot: the other processes learn of the slot only when they ask, and the
+        process whose request just left would otherwise take every slot of a lone domain."""
+        delay = self.limiter.effective_delay(domain)
+        after = self._jitter(0.0, min(self.lead, delay)) if delay > 0 else 0.0
+        self.shard_choice.may_be_ready(self.store.shard_of(domain), time.monotonic() + after)
+        self._pop_after = min(self._pop_after, time.monotonic() + after)
+        self.wakeup.at(after)
 
     # --- leases ----------------------------------------------------------------------------------
     def rows_committed(self, urls: list[str]) -> None:

@@ -46,9 +46,10 @@ class ShardChoice:
         else:
             self.due_at[shard] = now + min(wait, self.poll_seconds)
 
-    def may_be_ready(self, shard: str) -> None:
-        """Something happened in the shard that may make work ready (a push, a slot given back)."""
-        self.due_at[shard] = 0.0
+    def may_be_ready(self, shard: str, at: float = 0.0) -> None:
+        """Something happened in the shard that may make work ready (a push, a slot given back):
+        ask it at ``at`` (at once by default), or sooner if it was due sooner."""
+        self.due_at[shard] = min(self.due_at[shard], at)
 
     def wait(self, now: float) -> float:
         """Seconds until a shard is due (infinite while every shard's answer is awaited)."""
