@@ -10,7 +10,10 @@ in both crawls) and nothing else is followed (``bench/seeds_spider.py``), so bot
 exactly the same pages: with the links spider, links found early filled the page budget before
 later seeds were scheduled, and which ones depended on the pacing. CPU is the crawl process's own (user + system).
 Prints every run, then medians of ``--runs``: CPU ms per page paced and unpaced, their ratio,
-and the wall time of the paced crawl. ``--robots`` says whether the hosts serve a robots.txt
+and the wall time of the paced crawl. A crawl that fetched fewer pages than it was seeded with
+(the ``--timeout`` budget ended it) is marked ``INCOMPLETE`` and left out of the medians: it
+fetched the robots.txt and probe of every host, all before the pages, but not every page, so its
+CPU per page is not that of the same crawl. ``--robots`` says whether the hosts serve a robots.txt
 (``User-agent: *`` and a ``Sitemap`` line, no rules) or answer 404 for it (``absent``); by
 default both, one after the other (robots.txt is obeyed in both modes: only pacing differs). ``--profile DIR`` also writes a cProfile of every crawl
 there (Scrapy's ``--profile``), to compare where the two modes spend their time. ``--also
@@ -104,18 +107,27 @@ def measure_variant(robots: str, projects: dict[str, Path], args: argparse.Names
                 for mode in MODES:
                     profile = args.profile / f"{name}-{robots}-{mode}-{n + 1}.prof" if args.profile else None
                     run = crawl(mode, urls, Path(tmp), args.timeout, profile, project)
-                    runs[name].append(run)
+                    complete = run.pages == len(urls)
+                    if complete:
+                        runs[name].append(run)
                     print(
                         f"run {n + 1} {name:10} robots.txt {robots:6} {mode:8} {run.pages:6d} pages  "
-                        f"{run.wall:7.1f} s  {run.cpu:7.1f} s CPU  {run.cpu_ms_per_page:6.2f} ms/page",
+                        f"{run.wall:7.1f} s  {run.cpu:7.1f} s CPU  {run.cpu_ms_per_page:6.2f} ms/page"
+                        + ("" if complete else f"  INCOMPLETE: {len(urls)} seeded, left out of the medians"),
                         flush=True,
                     )
     lines = [f"\n{args.hosts} hosts, {args.pages} pages, robots.txt {robots}, medians of {args.runs}:"]
     for name, done in runs.items():
+        counted = {mode: sum(r.name == mode for r in done) for mode in MODES}
+        if not all(counted.values()):
+            lines.append(f"  {name}: no ratio, a mode has no complete crawl (complete crawls: {counted})")
+            continue
 
         def median(mode: str, value: str, done: list[Run] = done) -> float:
             return statistics.median(getattr(r, value) for r in done if r.name == mode)
 
+        if min(counted.values()) < args.runs:
+            lines.append(f"  {name}: medians of the complete crawls only: {counted}")
         paced, unpaced = median("paced", "cpu_ms_per_page"), median("unpaced", "cpu_ms_per_page")
         lines.append(
             f"  {name}: CPU per page paced {paced:.2f} ms, unpaced {unpaced:.2f} ms, ratio {paced / unpaced:.2f}x"

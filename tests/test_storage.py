@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from crawler.items import PageItem
 from crawler.outcomes import page_item
 from crawler.storage import open_backend
-from crawler.storage.backend import Batch
+from crawler.storage.backend import Batch, StorageBackend
 from crawler.storage.inbox import add_to_inbox, clear_inbox, recover_inbox, take_inbox
 from crawler.storage.jobs import JobRecord, finish_job, start_job
-from crawler.storage.pages import purge_pages
+from crawler.storage.pages import kept_fingerprints, purge_pages
 from crawler.storage.rows import page_row
 from crawler.storage.schema import MIGRATIONS
 from tests.helpers import Database
@@ -286,3 +290,70 @@ def test_batches_of_two_processes_updating_the_same_rows_in_other_orders_do_not_
 
     asyncio.run(scenario())
     assert postgres_database.query("SELECT COUNT(*), SUM(pages) FROM domain_state") == [(200, 2 * 10 * 200)]
+
+
+class _RecordingBackend:
+    """The real backend, remembering the statements it was given."""
+
+    def __init__(self, backend: StorageBackend):
+        self.backend = backend
+        self.statements: list[tuple[str, Sequence[Any]]] = []
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        self.statements.append((sql, params))
+        return await self.backend.execute(sql, params)
+
+
+def _site_fingerprints(database: Database, other_pages: int) -> tuple[list[tuple[str, str]], str, Sequence[Any]]:
+    """A site's kept fingerprints among ``other_pages`` pages of other sites; the statement read."""
+    site = [
+        page_item("http://s.example/1", "fetched", simhash="00000000000000aa"),
+        page_item("http://s.example/2", "fetched", simhash="00000000000000bb", duplicate_of="http://s.example/1"),
+        page_item("http://s.example/3", "error"),
+        page_item("http://s.example/4", "unchanged", simhash="00000000000000cc"),
+    ]
+    others = [
+        page_item(f"http://o{n}.example/", "fetched", simhash=f"{n:016x}", text="t", body=b"b" * 2000)
+        for n in range(other_pages)
+    ]
+
+    async def scenario() -> tuple[list[tuple[str, str]], str, Sequence[Any]]:
+        backend = open_backend(database.url)
+        await backend.open()
+        await backend.write(Batch(pages=[page_row(item) for item in others[: other_pages // 2] + site]))
+        await backend.write(Batch(pages=[page_row(item) for item in others[other_pages // 2 :]]))
+        recording = _RecordingBackend(backend)
+        kept = await kept_fingerprints(recording, ["s.example", "www.s.example"], 10)  # type: ignore[arg-type]
+        await backend.close()
+        (statement,) = recording.statements
+        return kept, *statement
+
+    return asyncio.run(scenario())
+
+
+def test_a_sites_stored_fingerprints_are_its_kept_pages_first_stored_first(database: Database) -> None:
+    kept, _, _ = _site_fingerprints(database, other_pages=20)
+    assert kept == [("http://s.example/1", "00000000000000aa"), ("http://s.example/4", "00000000000000cc")]
+
+
+def test_reading_a_sites_stored_fingerprints_does_not_walk_the_other_sites_pages(tmp_path: Path) -> None:
+    # SQLite, whose planner took the status index (every page 'fetched') over the domain's: one
+    # read per site then walked the whole table. Counted in steps of SQLite's virtual machine.
+    def steps(other_pages: int) -> int:
+        database = Database(f"sqlite:///{tmp_path / f'{other_pages}.db'}")
+        kept, sql, params = _site_fingerprints(database, other_pages)
+        assert len(kept) == 2
+        counted = 0
+
+        def count() -> int:
+            nonlocal counted
+            counted += 1
+            return 0
+
+        with sqlite3.connect(tmp_path / f"{other_pages}.db") as connection:
+            connection.set_progress_handler(count, 1)
+            assert len(connection.execute(sql, params).fetchall()) == 2
+        return counted
+
+    few, many = steps(10), steps(2_000)
+    assert many < 2 * few, (few, many)
