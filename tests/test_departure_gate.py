@@ -27,49 +27,49 @@ def _crawler_running() -> Crawler:
     return crawler
 
 
-def test_a_request_with_its_slot_waits_while_its_domain_is_paused_and_leaves_once_resumed() -> None:
-    crawler = _crawler_running()
-    gate = DepartureGate(crawler)
-    domain = "example.com"
-    state = gate.limiter.state(domain)
-    DomainControl(paused=True).apply(state)
-    request = Request("http://example.com/", meta={DOMAIN: domain})
-    sent: list[Request] = []
+class PausedDomain:
+    """A gate with a paused domain and a request of it that has its slot, and what was sent."""
 
-    async def send(request: Request) -> Response:
-        sent.append(request)
+    def __init__(self) -> None:
+        self.crawler = _crawler_running()
+        self.gate = DepartureGate(self.crawler)
+        self.state = self.gate.limiter.state("example.com")
+        DomainControl(paused=True).apply(self.state)
+        self.request = Request("http://example.com/", meta={DOMAIN: "example.com"})
+        self.sent: list[Request] = []
+
+    def leave(self) -> asyncio.Future[Response]:
+        return asyncio.ensure_future(self.gate.download(self.request, self._send))
+
+    async def _send(self, request: Request) -> Response:
+        self.sent.append(request)
         return Response(request.url, request=request)
 
+
+def test_a_request_with_its_slot_waits_while_its_domain_is_paused_and_leaves_once_resumed() -> None:
+    paused = PausedDomain()
+
     async def scenario() -> None:
-        leaving = asyncio.ensure_future(gate.download(request, send))
+        leaving = paused.leave()
         await asyncio.sleep(1.0)
-        assert sent == [] and not leaving.done()
-        DomainControl().apply(state)  # resumed
+        assert paused.sent == [] and not leaving.done()
+        DomainControl().apply(paused.state)  # resumed
         response = await asyncio.wait_for(leaving, 5)
-        assert sent == [request] and response.request is request
+        assert paused.sent == [paused.request] and response.request is paused.request
 
     asyncio.run(scenario())
-    assert crawler.stats.get_value("limiter/held_for_pause_count") == 1
+    assert paused.crawler.stats.get_value("limiter/held_for_pause_count") == 1
 
 
 def test_a_request_held_for_a_pause_is_not_sent_when_the_job_ends_meanwhile() -> None:
-    crawler = _crawler_running()
-    gate = DepartureGate(crawler)
-    DomainControl(paused=True).apply(gate.limiter.state("example.com"))
-    request = Request("http://example.com/", meta={DOMAIN: "example.com"})
-    sent: list[Request] = []
-
-    async def send(request: Request) -> Response:
-        sent.append(request)
-        return Response(request.url, request=request)
+    paused = PausedDomain()
 
     async def scenario() -> None:
-        leaving = asyncio.ensure_future(gate.download(request, send))
+        leaving = paused.leave()
         await asyncio.sleep(0.5)
-        crawler.engine._slot.closing = Deferred()  # Scrapy's engine closing: it waits for every download
-
+        paused.crawler.engine._slot.closing = Deferred()  # Scrapy's engine closing: it waits for every download
         with pytest.raises(NotSent, match="ended while an operator had its domain paused"):
             await asyncio.wait_for(leaving, 5)
 
     asyncio.run(scenario())
-    assert sent == []
+    assert paused.sent == []

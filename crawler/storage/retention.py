@@ -123,29 +123,17 @@ async def prune(backend: StorageBackend, policy: RetentionPolicy, now: datetime)
         logger.info("Pruned %s: %d rows", step.name, count)
         if count:
             touched.add(step.table)
-    if policy.jobs_days > 0:
-        removed["finished jobs"] = count = await _by_limited_batches(
-            backend,
-            "crawl_jobs",
-            "id",
-            "finished_at < ? AND status <> 'running'",
-            now - timedelta(days=policy.jobs_days),
-            policy.batch_size,
-        )
-        if count:
-            touched.add("crawl_jobs")
-    if policy.workers_days > 0:
+    keyed = (
+        ("finished jobs", "crawl_jobs", "id", "finished_at < ? AND status <> 'running'", policy.jobs_days),
         # A process silent that long has ended, however it ended (a killed one still says running).
-        removed["workers"] = count = await _by_limited_batches(
-            backend,
-            "workers",
-            "worker_id",
-            "heartbeat_at < ?",
-            now - timedelta(days=policy.workers_days),
-            policy.batch_size,
-        )
-        if count:
-            touched.add("workers")
+        ("workers", "workers", "worker_id", "heartbeat_at < ?", policy.workers_days),
+    )
+    for name, table, key, condition, days in keyed:
+        if days > 0:
+            cutoff = now - timedelta(days=days)
+            removed[name] = count = await _by_limited_batches(backend, table, key, condition, cutoff, policy.batch_size)
+            if count:
+                touched.add(table)
     await backend.vacuum(sorted(touched))
     return removed
 
