@@ -6,9 +6,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from bench.soak_samples import sample
 
 
+@pytest.mark.integration
 def test_a_process_that_exited_unreaped_samples_as_gone() -> None:
     child = subprocess.Popen(["true"])
     deadline = time.monotonic() + 10
