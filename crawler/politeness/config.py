@@ -9,6 +9,7 @@ from scrapy.settings import BaseSettings
 
 from crawler.politeness.policy import DomainState, Policy, PolicyConfig
 from crawler.redis import redis_enabled
+from crawler.storage import is_postgres
 
 if TYPE_CHECKING:
     from crawler.redis.store import FrontierConfig
@@ -57,8 +58,7 @@ def frontier_config(settings: BaseSettings) -> FrontierConfig:
 
 def spill_threshold(settings: BaseSettings) -> int:
     """``CRAWLER_SPILL_ABOVE`` where it applies (a shared crawl on PostgreSQL), else 0."""
-    database = str(settings.get("DATABASE_URL") or "").partition("://")[0].lower()
-    if not redis_enabled(settings) or database not in ("postgresql", "postgres"):
+    if not redis_enabled(settings) or not is_postgres(str(settings.get("DATABASE_URL") or "")):
         return 0
     above, keep = settings.getint("CRAWLER_SPILL_ABOVE"), settings.getint("CRAWLER_SPILL_KEEP")
     if above > 0 and not 0 < keep < above:

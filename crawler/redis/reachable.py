@@ -17,21 +17,18 @@ def redis_address(url: str) -> str:
     return f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
 
 
-def wait_for_redis(
-    url: str,
-    timeout: float,
-    *,
-    say: Callable[[str], None],
-    every: float = 1.0,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-) -> str | None:
+TRY_EVERY_SECONDS = 1.0
+
+
+def wait_for_redis(url: str, timeout: float, *, say: Callable[[str], None]) -> str | None:
     """None once Redis at ``url`` answers a PING, else why not after ``timeout`` seconds (tried
-    every ``every`` seconds; ``say`` hears of the first failure). Runs before the reactor starts."""
+    every second; ``say`` hears of the first failure). Runs before the reactor starts."""
     import redis  # only shared crawls pay for its import
 
-    deadline = clock() + timeout
+    deadline = time.monotonic() + timeout
+    every = TRY_EVERY_SECONDS
     client = redis.Redis.from_url(url, socket_timeout=every, socket_connect_timeout=every)
+    said = False
     try:
         while True:
             try:
@@ -43,14 +40,11 @@ def wait_for_redis(
                     exc, redis.ConnectionError | redis.TimeoutError
                 ):
                     return f"Redis at {redis_address(url)} refused the worker: {exc}"
-                if clock() >= deadline:
+                if time.monotonic() >= deadline:
                     return f"Redis at {redis_address(url)} unreachable for {timeout:g} s (CRAWLER_REDIS_CONNECT_TIMEOUT): {exc}"
-                say(f"Redis at {redis_address(url)} unreachable ({exc}); waiting up to {timeout:g} s for it")
-                say = _silent
-                sleep(every)
+                if not said:
+                    say(f"Redis at {redis_address(url)} unreachable ({exc}); waiting up to {timeout:g} s for it")
+                    said = True
+                time.sleep(every)
     finally:
         client.close()
-
-
-def _silent(_: str) -> None:
-    pass

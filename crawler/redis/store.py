@@ -95,6 +95,11 @@ def _pairs(parts: list[str]) -> list[tuple[int, str]]:
     return [(int(parts[i]), parts[i + 1]) for i in range(0, len(parts), 2)]
 
 
+def _flat(entries: list[tuple[int, str]]) -> list[int | str]:
+    """(priority, request) pairs as the script's arguments: ``_pairs`` the other way."""
+    return [part for priority, request in entries for part in (priority, request)]
+
+
 RUNNING, COMPLETE = b"running", b"complete"
 """The crawl's mark (``P:born``): running, or ended and cleared."""
 COMPLETE_SECONDS = 3600
@@ -340,9 +345,10 @@ class FrontierStore:
     def spill_remove(self, spill: Spill, claimant: str) -> list[bool] | None:
         """Remove the spilled requests still queued (their rows are written); for each, whether
         it was; None if the claim was lost (nothing removed)."""
-        flat = [part for priority, request in spill.entries for part in (priority, request)]
         config = self.config
-        answer = self.call("spill_remove", spill.domain, claimant, config.spill_keep, config.refill_below, *flat)
+        answer = self.call(
+            "spill_remove", spill.domain, claimant, config.spill_keep, config.refill_below, *_flat(spill.entries)
+        )
         return None if answer is None else [bool(int(flag)) for flag in answer]
 
     def refill_take(self, shard: str, claimant: str) -> tuple[str, str, int] | None:
@@ -360,8 +366,7 @@ class FrontierStore:
     def refill(self, domain: str, claimant: str, entries: list[tuple[int, str]], more: bool) -> int | None:
         """Queue ``entries`` (read from the table) again; ``more``: the table holds more of the
         domain's. How many, or None if the claim was lost (nothing queued)."""
-        flat = [part for priority, request in entries for part in (priority, request)]
-        answer = self.call("refill", domain, claimant, int(more), self.config.refill_below, *flat)
+        answer = self.call("refill", domain, claimant, int(more), self.config.refill_below, *_flat(entries))
         return None if answer is None else int(answer)
 
     def spill_runs(self, claimant: str) -> list[str]:

@@ -3,7 +3,14 @@ statement of the crawler, in modules by concern."""
 
 from crawler.storage.backend import StorageBackend, StorageRefused, StorageUnavailable
 
-__all__ = ["StorageBackend", "StorageRefused", "StorageUnavailable", "open_backend"]
+__all__ = ["StorageBackend", "StorageRefused", "StorageUnavailable", "is_postgres", "open_backend"]
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+def is_postgres(database_url: str) -> bool:
+    """Whether ``database_url`` names a PostgreSQL database."""
+    return database_url.partition("://")[0].lower() in POSTGRES_SCHEMES
 
 
 def open_backend(database_url: str) -> StorageBackend:
@@ -14,7 +21,7 @@ def open_backend(database_url: str) -> StorageBackend:
         from crawler.storage.sqlite import SqliteBackend
 
         return SqliteBackend(database_url)
-    if scheme in ("postgresql", "postgres"):
+    if scheme in POSTGRES_SCHEMES:
         from crawler.storage.postgres import PostgresBackend
 
         return PostgresBackend(database_url)
