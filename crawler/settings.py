@@ -168,6 +168,7 @@ CRAWLER_CANCEL_429_STREAK = 0
 EXTENSIONS = {
     "crawler.extensions.job_health.JobHealth": 500,
     "crawler.extensions.gc_freeze.GcFreeze": 0,
+    "crawler.extensions.log_threshold.LogThreshold": 0,
     "crawler.extensions.run_lock.RunLock": 500,
     "crawler.extensions.heartbeat.Heartbeat": 510,
     "crawler.extensions.control.CrawlControl": 520,
