@@ -122,6 +122,56 @@ def test_concurrency_is_counted_across_processes_and_freed_by_finish(
     assert _popped_url(one) == "http://a/2"
 
 
+def _taking_turns(client: redis.Redis, name: str, clock: FakeClock) -> tuple[FrontierStore, FrontierStore]:
+    """Two processes of a crawl whose domains take one request at a time, with no delay, that
+    ask again within 0.25 s when they found nothing."""
+    settings = {"default_delay": 0.0, "default_concurrency": 1, "turn_seconds": 0.25}
+    one, two = (_frontier(client, name, clock, **settings) for _ in range(2))
+    for n in range(4):
+        _push(one, f"http://a/{n}")
+    return one, two
+
+
+def test_a_slot_freed_at_full_concurrency_is_left_to_the_process_that_found_nothing(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    one, two = _taking_turns(redis_client, crawl_name, clock)
+    assert _popped_url(one) == "http://a/0"
+    assert two.pop().kind == "none"  # the slot is taken: two has found nothing since 1000
+    clock.now += 0.05
+    one.finish("a", "http://a/0")
+    waiting = one.pop()  # at once, as its request finished: two's turn
+    assert waiting.kind == "none" and waiting.next_ready == pytest.approx(1_000.3)
+    clock.now += 0.1
+    assert _popped_url(two) == "http://a/1"
+    two.finish("a", "http://a/1")
+    assert two.pop().kind == "none"  # one has found nothing since 1000.05: its turn
+    assert _popped_url(one) == "http://a/2"
+
+
+def test_a_turn_not_taken_within_the_turn_time_goes_to_whoever_asks(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    one, two = _taking_turns(redis_client, crawl_name, clock)
+    assert _popped_url(one) == "http://a/0"
+    assert two.pop().kind == "none"
+    one.finish("a", "http://a/0")
+    assert one.pop().kind == "none"
+    clock.now += 0.25
+    assert _popped_url(one) == "http://a/1"
+
+
+def test_a_process_that_stopped_asking_has_no_turn(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    one, two = _taking_turns(redis_client, crawl_name, clock)
+    assert _popped_url(one) == "http://a/0"
+    assert two.pop().kind == "none"
+    clock.now += 0.51  # two has not asked for over twice the turn time: stopped, paused or gone
+    one.finish("a", "http://a/0")
+    assert _popped_url(one) == "http://a/1"
+
+
 def test_an_expired_lease_goes_back_to_the_front_and_frees_its_slot(frontier: FrontierStore, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     _push(frontier, "http://a/1")

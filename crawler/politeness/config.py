@@ -53,6 +53,8 @@ def frontier_config(settings: BaseSettings) -> FrontierConfig:
         spill_above=spill_threshold(settings),
         spill_keep=settings.getint("CRAWLER_SPILL_KEEP"),
         spill_cold_seconds=settings.getfloat("CRAWLER_SPILL_COLD_SECONDS"),
+        # A process that found nothing asks again within its poll time: a freed slot waits that long for it.
+        turn_seconds=settings.getfloat("CRAWLER_REDIS_POLL_SECONDS"),
     )
 
 

@@ -16,7 +16,8 @@
 --   P:delayed        zset  "D<TAB>PRIO<TAB>REQUEST" -> not before (retries with backoff)
 --   P:d:D            hash  domain state: next, prev, last (slot times), pending (the hold of a slot
 --                          until its request left), delay, limit, hold (set by the policy),
---                          scheme, robots_until, robots_claim, state (policy JSON)
+--                          scheme, robots_until, robots_claim, state (policy JSON), freed (when a
+--                          finished request freed a slot of the domain at its concurrency: Turns)
 --   P:inflight:D     zset  holders of D's concurrency (lease keys, robots:D) -> expiry
 --   P:leases         zset  lease key -> expiry;   P:leasedata  hash lease key -> "D<TAB>PRIO<TAB>REQUEST"
 --   P:returns        hash  lease key -> times the request came back unfinished
@@ -39,6 +40,14 @@
 --   P:mover:D        str   the mover holding domain D (spilling or refilling it), expiring
 --   P:run            str   the name the shard's rows in the table carry: a new run of the crawl (its
 --                          keys deleted, flushed) never reads an earlier run's rows
+--   P:hungry         zset  process -> since when its asks of the shard found nothing (a worker's
+--                          pop names its process); P:hungry_at  hash  process -> its last such ask
+--
+-- Turns: a domain at its concurrency frees a slot when a request of it finishes, and the process
+-- that held it asks again at once, while the others learn of the slot only at their next ask.
+-- So for the turn time a worker's pop gives (its poll time) after the slot was freed (P:d:D's
+-- ``freed``), the slot is left to the process that has found nothing the longest, if that is
+-- not the asker: each process that asks gets a share of a lone domain's concurrency.
 
 local P = KEYS[1]
 local op = ARGV[1]
@@ -201,6 +210,49 @@ local function housekeeping()
   end
 end
 
+local asker, turn_seconds = nil, 0  -- set by a worker's pop
+local turn_until = math.huge  -- the end of the earliest turn the asker left to another process
+local hungrier_found = nil
+
+-- Whether a process other than the asker has found nothing since before the asker did (one
+-- that has not asked for twice the turn time is gone, and forgotten).
+local function hungrier_process()
+  if hungrier_found == nil then
+    hungrier_found = false
+    local mine = redis.call('ZSCORE', P .. ':hungry', asker)
+    for _, p in ipairs(redis.call('ZRANGEBYSCORE', P .. ':hungry', '-inf', mine and ('(' .. mine) or '+inf')) do
+      if tonumber(redis.call('HGET', P .. ':hungry_at', p) or '0') < now - 2 * turn_seconds then
+        redis.call('ZREM', P .. ':hungry', p)
+        redis.call('HDEL', P .. ':hungry_at', p)
+      elseif p ~= asker then
+        hungrier_found = true
+        break
+      end
+    end
+  end
+  return hungrier_found
+end
+
+-- Whether the slot of ``d`` the asker would take is another process's turn.
+local function others_turn(d)
+  if not asker or turn_seconds <= 0 then return false end
+  local freed = tonumber(redis.call('HGET', dkey(d), 'freed') or '')
+  if not freed or freed + turn_seconds <= now or not hungrier_process() then return false end
+  turn_until = math.min(turn_until, freed + turn_seconds)
+  return true
+end
+
+local function note_hunger(got)
+  if not asker then return end
+  if got then
+    redis.call('ZREM', P .. ':hungry', asker)
+    redis.call('HDEL', P .. ':hungry_at', asker)
+  else
+    redis.call('ZADD', P .. ':hungry', 'NX', fmt(now), asker)
+    redis.call('HSET', P .. ':hungry_at', asker, fmt(now))
+  end
+end
+
 -- Whether a domain whose ready time is within the lead may be handed a request now: only its
 -- delay may still be running, not a hold (a block, an open circuit) nor its concurrency.
 local function only_delay_left(d)
@@ -218,7 +270,8 @@ local function pop_one(out, lead, refill_below)
     score = score and tonumber(score) or math.huge  -- dropped by refresh: nothing queued
     local k = dkey(d)
     local pending_robots = robots_pending(redis.call('HGET', k, 'robots_until'))
-    if score <= now or (score <= now + lead and not pending_robots and only_delay_left(d)) then
+    local available = score <= now or (score <= now + lead and not pending_robots and only_delay_left(d))
+    if available and not (not pending_robots and others_turn(d)) then
       if pending_robots then
         -- The domain's robots.txt comes first, fetched once for all processes on the domain's slot.
         redis.call('HSET', k, 'robots_claim', fmt(now + lease_seconds))  -- a dead fetcher's claim expires
@@ -298,7 +351,8 @@ if op == 'push' then
 elseif op == 'pop' then
   -- ARGV[8]: at most how many; ARGV[9]: the lead (seconds a request may be handed out before its
   -- slot; none if absent); ARGV[10]: 1 from a worker of a begun crawl; ARGV[11]: the length
-  -- under which a cold domain's queue is refilled from the table (0 or absent: no spill). Returns now, then
+  -- under which a cold domain's queue is refilled from the table (0 or absent: no spill);
+  -- ARGV[12], ARGV[13]: the asking process and its turn time (see Turns; absent: no turns). Returns now, then
   -- kind/domain/request/reservation/seconds from now until it may leave, five at a time (kind
   -- ``dead``: a request past the delivery cap, for a row), then the seconds until anything may
   -- be handed out ('' when nothing is queued, delayed or leased) if fewer came.
@@ -307,9 +361,11 @@ elseif op == 'pop' then
   local lead = num(ARGV[9], 0)
   local out = {}
   local refill_below = num(ARGV[11], 0)
+  if ARGV[12] and ARGV[12] ~= '' then asker, turn_seconds = ARGV[12], num(ARGV[13], 0) end
   for _ = 1, tonumber(ARGV[8]) do
     if not pop_one(out, lead, refill_below) then break end
   end
+  note_hunger(#out > 0)
   local answer = {fmt(now)}
   for _, data in ipairs(redis.call('LRANGE', P .. ':dead_new', 0, 9)) do
     redis.call('LPOP', P .. ':dead_new')
@@ -319,7 +375,13 @@ elseif op == 'pop' then
   for _, entry in ipairs(out) do
     for _, part in ipairs(entry) do table.insert(answer, part) end
   end
-  if #out < tonumber(ARGV[8]) then table.insert(answer, wait_time(lead)) end
+  if #out < tonumber(ARGV[8]) then
+    local wait = wait_time(lead)
+    if turn_until < math.huge and (wait == '' or tonumber(wait) < turn_until - now) then
+      wait = fmt(turn_until - now)  -- not at once again: the slot is another's until then
+    end
+    table.insert(answer, wait)
+  end
   return answer
 
 elseif op == 'sizes' or op == 'beat' then
@@ -405,8 +467,12 @@ elseif op == 'unreserve' then
 
 elseif op == 'finish' then
   -- ARGV[8], ARGV[9]: domain, holder
-  redis.call('ZREM', inflight_key(ARGV[8]), ARGV[9])
-  refresh(ARGV[8])
+  local d = ARGV[8]
+  local full = holders(d) >= num(redis.call('HGET', dkey(d), 'limit'), default_limit)
+  if redis.call('ZREM', inflight_key(d), ARGV[9]) == 1 and full then
+    redis.call('HSET', dkey(d), 'freed', fmt(now))  -- a slot of a full domain: see Turns
+  end
+  refresh(d)
   return 1
 
 elseif op == 'update' then

@@ -12,6 +12,7 @@ stay under the crawl's prefix.
 from __future__ import annotations
 
 import math
+import secrets
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ class FrontierConfig:
     """A domain whose next request may not go for this long is cold."""
     mover_claim_seconds: float = 60.0
     """How long a mover holds a domain it spills or refills (a dead mover's claim expires)."""
+    turn_seconds: float = 0.0
+    """How long a slot freed at a domain's concurrency is left to a process that found nothing at
+    its last ask (its poll time: it asks again by then); 0: no turns (see Turns in frontier.lua)."""
 
     @property
     def refill_below(self) -> int:
@@ -164,6 +168,8 @@ class FrontierStore:
         self.config = config
         self.clock = clock
         self.script = register_script(client, SCRIPT)
+        self.process = secrets.token_hex(6)
+        """This store's name in the shards' turns (one store per process)."""
         self.begun = False
         """Whether this process began the crawl (``begin``): then its pops and reservations
         need the crawl's mark, so that nothing is reserved in keys that vanished."""
@@ -252,7 +258,15 @@ class FrontierStore:
 
     def pop_arguments(self, count: int, lead: float) -> list[Any]:
         """A pop's operation and arguments, to run in a shard (``call_in``)."""
-        return ["pop", count, repr(lead), int(self.begun), self.config.refill_below]
+        return [
+            "pop",
+            count,
+            repr(lead),
+            int(self.begun),
+            self.config.refill_below,
+            self.process,
+            repr(self.config.turn_seconds),
+        ]
 
     def pop_many(self, count: int, lead: float = 0.0, shard: str | None = None) -> PopBatch:
         """At most ``count`` requests of ``shard``; of any shard if None, the shards whose
