@@ -19,7 +19,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from crawler.exceptions import RobotsUnreachable, TrapRefused
+from crawler.exceptions import NotSent, RobotsUnreachable, TrapRefused
 from crawler.extraction import PageData
 from crawler.frontier.priority import request_priority
 from crawler.frontier.seeds import parse_seeds
@@ -375,6 +375,10 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
         return page.links
 
     async def page_failed(self, failure: Failure) -> AsyncIterator[PageItem | Request]:
+        if failure.check(NotSent) and self.services.shared:
+            # Another process of the crawl fetches it once its domain is resumed: no row, and
+            # its lease goes back with this job's other unfinished requests.
+            return
         item = self.recorder.failed(failure, failure.request)
         if _never_sent(failure, item):
             # Refused before it left (robots.txt, the address guard): the budget counts
