@@ -20,7 +20,7 @@ from crawler.redis.store import FrontierConfig, FrontierStore
 from crawler.storage import open_backend
 from crawler.storage.backend import StorageBackend
 from tests.conftest import REDIS_URL
-from tests.helpers import Database, FakeClock, crawl_keys, crawl_store, finish_all, start_crawl
+from tests.helpers import Database, FakeClock, crawl_keys, crawl_store, finish_all, run_scrapy, start_crawl
 from tests.testweb import TestWeb
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
@@ -145,6 +145,23 @@ def test_a_cold_domains_tail_moves_to_the_table_and_comes_back_in_priority_order
     assert Counter([high[0], *fetched, *rest]) == Counter(low + high)  # each once
     assert rest == high[6:] + low  # highest priority first, each priority in its order
     assert store.sizes().empty and _rows(postgres_database) == []
+
+
+@pytest.mark.integration
+def test_clearing_a_crawl_drops_the_requests_it_spilled_too(
+    store: FrontierStore,
+    backend: StorageBackend,
+    loop: asyncio.AbstractEventLoop,
+    crawl_name: str,
+    postgres_database: Database,
+) -> None:
+    _push(store, "a", 30)
+    _cold(store, "a")
+    assert loop.run_until_complete(_mover(store, crawl_name).turn(backend)) == (29 - KEEP, [])
+    cleared = run_scrapy(postgres_database, "frontier", crawl_name, "--clear", "-s", f"REDIS_URL={REDIS_URL}")
+    assert cleared.returncode == 0, cleared.stderr[-2000:]
+    assert "spilled requests dropped" in cleared.stdout and f", {29 - KEEP} spilled" in cleared.stdout
+    assert _rows(postgres_database) == [] and store.sizes().queued == 0
 
 
 def test_a_long_tail_spills_in_several_moves_down_to_the_kept_requests(store: FrontierStore) -> None:

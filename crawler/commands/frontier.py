@@ -1,11 +1,13 @@
 """``scrapy frontier [CRAWL]``: what a shared crawl's frontier holds, per domain: queued
 requests, when the domain is next ready, blocks, delay, concurrency and requests in flight.
 Without a crawl id, each shared crawl in this Redis: its totals, its domains (ready, blocked) and
-the busiest of them. ``--clear`` deletes a crawl's keys."""
+the busiest of them. ``--clear`` deletes a crawl's keys, and the requests it spilled to the
+database (``DATABASE_URL``)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
@@ -33,7 +35,9 @@ class Command(ScrapyCommand):
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
-        parser.add_argument("--clear", action="store_true", help="delete every key of the crawl")
+        parser.add_argument(
+            "--clear", action="store_true", help="delete every key of the crawl and the requests it spilled"
+        )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         settings = self.settings
@@ -53,7 +57,10 @@ class Command(ScrapyCommand):
     def _show(self, view: FrontierView, crawl: str, clear: bool) -> None:
         frontier = view.frontier(crawl)
         if clear:
-            print(f"crawl {crawl}: {frontier.clear()} keys deleted")
+            deleted = frontier.clear()
+            print(
+                f"crawl {crawl}: {deleted} keys deleted, {asyncio.run(self._forget_spilled(crawl))} spilled requests dropped"
+            )
             return
         print(_summary(crawl, frontier))
         print(
@@ -66,6 +73,17 @@ class Command(ScrapyCommand):
                 f"{row['domain']:40} {row['queued']:>8} {row['spilled']:>8} {ready:>9} {row['blocked_for']:>7.1f}s "
                 f"{row['delay']:>6.2f}s {row['concurrency']:>5} {row['in_flight']:>9}"
             )
+
+    async def _forget_spilled(self, crawl: str) -> int:
+        from crawler.storage import open_backend
+        from crawler.storage.spilled_requests import forget_crawl
+
+        backend = open_backend(self.settings.get("DATABASE_URL"))
+        await backend.open()
+        try:
+            return await forget_crawl(backend, crawl)
+        finally:
+            await backend.close()
 
     def _list_crawls(self, view: FrontierView) -> None:
         crawls = view.crawls()
