@@ -291,6 +291,30 @@ def test_clearing_a_shared_crawl_drops_the_requests_it_spilled_to_the_database(s
         forget_crawl(client, crawl)
 
 
+def test_the_urls_of_a_shared_crawl_go_on_with_those_it_spilled(served: Served) -> None:
+    if not served.redis_crawl:
+        return  # a crawl of its own spills nothing
+    crawl = f"test-api-{uuid.uuid4().hex[:8]}"
+    client = redis.Redis.from_url(REDIS_URL)
+    FrontierStore(client, crawl_keys(crawl)).push(FAST_HOST, 0, f"http://{FAST_HOST}/kept\t{{}}")
+    for priority, path in ((0, "low"), (5, "high")):
+        served.database.query(
+            "INSERT INTO frontier_spill (crawl_id, run, domain, priority, request) VALUES (?, 'r', ?, ?, ?) RETURNING id",
+            (crawl, FAST_HOST, priority, f"http://{FAST_HOST}/{path}\t{{}}"),
+        )
+    try:
+        admin = served.client().login("admin")
+        pages, offset = [], 0
+        while offset is not None:
+            listed = admin.get(f"/api/frontier/urls?crawl={crawl}&limit=2&offset={offset}").json()
+            pages.append([(u["url"].rsplit("/", 1)[1], u.get("spilled", False)) for u in listed["urls"]])
+            offset = listed["next_offset"]
+        assert pages == [[("kept", False), ("high", True)], [("low", True)]]
+    finally:
+        forget_crawl(client, crawl)
+        served.database.query("DELETE FROM frontier_spill WHERE crawl_id = ? RETURNING id", (crawl,))
+
+
 def test_metrics_parse_and_sum_the_processes(served: Served) -> None:
     text = served.client("127.0.0.25").get("/metrics").body.decode()
     samples = {

@@ -56,9 +56,10 @@ class FrontierView:
             for shard in self.frontier(crawl).shards
         )
 
-    def urls(self, offset: int, limit: int, only: str | None = None) -> tuple[list[dict[str, Any]], bool]:
+    def urls(self, offset: int, limit: int, only: str | None = None) -> tuple[list[dict[str, Any]], bool, int]:
         """Queued URLs, crawl by crawl (or of the crawl ``only``), domain by domain, priority
-        first; and whether more follow."""
+        first; whether more follow; and how much of ``offset`` is left past the last one (where
+        the requests spilled to the database take over)."""
         found: list[dict[str, Any]] = []
         skip = offset
         for crawl in self.crawls() if only is None else [only]:
@@ -81,5 +82,5 @@ class FrontierView:
                         )
                     skip = 0
                     if len(found) > limit:
-                        return found[:limit], True
-        return found, False
+                        return found[:limit], True, 0
+        return found, False, skip

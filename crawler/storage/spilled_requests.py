@@ -5,6 +5,7 @@ run of the crawl never reads an earlier run's rows."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from crawler.storage.backend import StorageBackend
 
@@ -51,3 +52,24 @@ async def forget_other_runs(backend: StorageBackend, crawl: str, runs: Sequence[
 async def forget_crawl(backend: StorageBackend, crawl: str) -> int:
     """Delete every row of ``crawl`` (its frontier cleared); how many."""
     return await backend.execute_count("DELETE FROM frontier_spill WHERE crawl_id = ?", (crawl,))
+
+
+async def spilled_urls(backend: StorageBackend, crawl: str | None, limit: int, offset: int) -> list[dict[str, Any]]:
+    """The requests spilled by ``crawl`` (every crawl if None), crawl by crawl, domain by domain,
+    highest priority first, as the API lists queued URLs."""
+    where, arguments = ("WHERE crawl_id = ? ", [crawl]) if crawl is not None else ("", [])
+    rows = await backend.execute(
+        f"SELECT crawl_id, domain, priority, request FROM frontier_spill {where}"
+        "ORDER BY crawl_id, domain, priority DESC, id LIMIT ? OFFSET ?",
+        (*arguments, limit, offset),
+    )
+    return [
+        {
+            "crawl": crawl_id,
+            "domain": domain,
+            "priority": int(priority),
+            "url": request.split("\t", 1)[0],
+            "spilled": True,
+        }
+        for crawl_id, domain, priority, request in rows
+    ]

@@ -15,7 +15,7 @@ from crawler.api.overview import domains_and_frontier
 from crawler.api.routing import URLS_BODY, Param, Route
 from crawler.identity import InvalidURL
 from crawler.storage.inbox import add_to_inbox, clear_inbox, recover_inbox, waiting_urls
-from crawler.storage.spilled_requests import forget_crawl
+from crawler.storage.spilled_requests import forget_crawl, spilled_urls
 from crawler.storage.values import utc_now
 
 LIMIT = Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100})
@@ -32,15 +32,20 @@ async def frontier_stats(request: web.Request) -> web.Response:
 
 
 async def frontier_urls(request: web.Request) -> web.Response:
-    """With Redis, the URLs queued in the shared frontiers (paged by offset); without, the URLs
-    seeded and not yet taken, then the rows of URLs a job left unfetched (paged by offset too:
-    these lists are what an operator looks at, not what a program walks)."""
+    """With Redis, the URLs queued in the shared frontiers, then those their cold domains spilled
+    to the database (``"spilled": true``), paged by offset; without, the URLs seeded and not yet
+    taken, then the rows of URLs a job left unfetched (paged by offset too: these lists are what
+    an operator looks at, not what a program walks)."""
     found = context(request)
     limit = params.integer(request, "limit", 100, 1, 1000)
     offset = params.integer(request, "offset", 0, 0, 10_000_000)
     if found.frontier is not None:
         crawl = params.text(request, "crawl", 200)
-        urls, more = await asyncio.to_thread(found.frontier.urls, offset, limit, crawl)
+        urls, more, past_queued = await asyncio.to_thread(found.frontier.urls, offset, limit, crawl)
+        if not more:
+            spilled = await spilled_urls(found.db, crawl, limit - len(urls) + 1, past_queued)
+            more = len(urls) + len(spilled) > limit
+            urls = [*urls, *spilled][:limit]
         return web.json_response({"source": "redis", "urls": urls, "next_offset": offset + limit if more else None})
     rows = await waiting_urls(found.db, limit + 1, offset)
     more = len(rows) > limit
