@@ -124,11 +124,14 @@ def test_concurrency_is_counted_across_processes_and_freed_by_finish(
 
 def _taking_turns(client: redis.Redis, name: str, clock: FakeClock) -> tuple[FrontierStore, FrontierStore]:
     """Two processes of a crawl whose domains take one request at a time, with no delay, that
-    ask again within 0.25 s when they found nothing."""
+    ask again within 0.25 s when they found nothing: the first holds the slot of ``a`` (a/0 of
+    a/0 … a/3), the second has found nothing since 1000."""
     settings = {"default_delay": 0.0, "default_concurrency": 1, "turn_seconds": 0.25}
     one, two = (_frontier(client, name, clock, **settings) for _ in range(2))
     for n in range(4):
         _push(one, f"http://a/{n}")
+    assert _popped_url(one) == "http://a/0"
+    assert two.pop().kind == "none"
     return one, two
 
 
@@ -136,8 +139,6 @@ def test_a_slot_freed_at_full_concurrency_is_left_to_the_process_that_found_noth
     redis_client: redis.Redis, crawl_name: str, clock: FakeClock
 ) -> None:
     one, two = _taking_turns(redis_client, crawl_name, clock)
-    assert _popped_url(one) == "http://a/0"
-    assert two.pop().kind == "none"  # the slot is taken: two has found nothing since 1000
     clock.now += 0.05
     one.finish("a", "http://a/0")
     waiting = one.pop()  # at once, as its request finished: two's turn
@@ -153,8 +154,6 @@ def test_a_turn_not_taken_within_the_turn_time_goes_to_whoever_asks(
     redis_client: redis.Redis, crawl_name: str, clock: FakeClock
 ) -> None:
     one, two = _taking_turns(redis_client, crawl_name, clock)
-    assert _popped_url(one) == "http://a/0"
-    assert two.pop().kind == "none"
     one.finish("a", "http://a/0")
     assert one.pop().kind == "none"
     clock.now += 0.25
@@ -165,8 +164,6 @@ def test_a_process_that_stopped_asking_has_no_turn(
     redis_client: redis.Redis, crawl_name: str, clock: FakeClock
 ) -> None:
     one, two = _taking_turns(redis_client, crawl_name, clock)
-    assert _popped_url(one) == "http://a/0"
-    assert two.pop().kind == "none"
     clock.now += 0.51  # two has not asked for over twice the turn time: stopped, paused or gone
     one.finish("a", "http://a/0")
     assert _popped_url(one) == "http://a/1"
