@@ -266,6 +266,8 @@ CRAWLER_CRAWL_ID = ""
 CRAWLER_LEASE_SECONDS = 120.0
 CRAWLER_IDLE_CLOSE_SECONDS = 0.0
 CRAWLER_REDIS_POLL_SECONDS = 0.25
+# A shard that held nothing is asked again after a time that doubles up to this.
+CRAWLER_REDIS_EMPTY_POLL_SECONDS = 2.0
 CRAWLER_REDIS_TIMEOUT = 5.0
 # A worker whose Redis does not answer at its start waits this long for it, then ends (status 10).
 CRAWLER_REDIS_CONNECT_TIMEOUT = 30.0

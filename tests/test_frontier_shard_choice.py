@@ -53,3 +53,31 @@ def test_a_shard_said_ready_at_a_later_time_is_asked_then_unless_it_was_due_soon
     choice.answered("s0", 0.1, 1, 0, 0.3)  # due at 0.4
     choice.may_be_ready("s0", at=0.9)  # later than it was due: the sooner time stands
     assert choice.wait(0.1) == 0.4 - 0.1
+
+
+def test_a_shard_that_keeps_holding_nothing_is_asked_less_and_less_often_until_something_happens() -> None:
+    choice = ShardChoice(SHARDS[:1], poll_seconds=0.25, empty_poll_seconds=2.0)
+    now, waits = 0.0, []
+    for _ in range(6):
+        assert choice.asks(now, 1) == [("s0", 1)]
+        choice.answered("s0", now, 1, 0, None)
+        waits.append(choice.wait(now))
+        now += waits[-1]
+    assert waits == [0.25, 0.5, 1.0, 2.0, 2.0, 2.0]
+    choice.may_be_ready("s0", at=now + 3.0)  # a push of this process: due no later than it was
+    choice.asks(now, 1)
+    choice.answered("s0", now, 1, 0, None)  # empty again: the poll time starts over
+    assert choice.wait(now) == 0.25
+
+
+def test_a_shard_with_work_coming_is_asked_at_the_poll_time_however_long_it_was_empty() -> None:
+    choice = ShardChoice(SHARDS[:1], poll_seconds=0.25, empty_poll_seconds=2.0)
+    for now in (0.0, 0.25, 0.75):
+        choice.asks(now, 1)
+        choice.answered("s0", now, 1, 0, None)
+    choice.asks(1.75, 1)
+    choice.answered("s0", 1.75, 1, 0, 30.0)  # a request queued, its domain's slot far away
+    assert choice.wait(1.75) == 0.25
+    choice.asks(2.0, 1)
+    choice.answered("s0", 2.0, 1, 0, None)
+    assert choice.wait(2.0) == 0.25

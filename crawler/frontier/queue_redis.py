@@ -120,7 +120,9 @@ class RedisFrontierQueue(Base):
         self.acking: dict[str, str] = {}
         """Lease keys whose rows are stored, until Redis has their acknowledgement: renewed
         meanwhile too (an outage of Redis must not let them expire)."""
-        self.shard_choice = ShardChoice(self.store.shards, self.poll_seconds)
+        self.shard_choice = ShardChoice(
+            self.store.shards, self.poll_seconds, settings.getfloat("CRAWLER_REDIS_EMPTY_POLL_SECONDS")
+        )
         self.sizes = FrontierSizes(0, 0, 0, 0)
         self.sizes_at = -1.0
         """When the frontier was asked for ``sizes`` (monotonic time; -1: not yet)."""
