@@ -4,7 +4,9 @@ both frontiers share are ``test_frontier_contract``'s."""
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
 import pytest
 import redis
@@ -12,6 +14,8 @@ from scrapy import Request, Spider
 from scrapy.squeues import FifoMemoryQueue
 from scrapy.utils.test import get_crawler
 
+import crawler.redis
+from crawler.download.held_slot import STALE_AFTER
 from crawler.frontier.queue_local import PolitePriorityQueue
 from crawler.frontier.queue_redis import RedisFrontierQueue
 from crawler.politeness.limiter_redis import RedisDomainLimiter
@@ -167,6 +171,26 @@ def test_a_process_that_stopped_asking_has_no_turn(
     clock.now += 0.51  # two has not asked for over twice the turn time: stopped, paused or gone
     one.finish("a", "http://a/0")
     assert _popped_url(one) == "http://a/1"
+
+
+def test_a_request_whose_slot_went_stale_takes_a_fresh_one_counting_its_own_hold_out(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    mine = _frontier(redis_client, crawl_name, clock, default_concurrency=1)
+    other = _frontier(redis_client, crawl_name, clock, default_concurrency=1)
+    _push(mine, "http://a/0")
+    _push(mine, "http://a/1")
+    assert mine.pop().kind == "request"  # http://a/0, which does not leave: its process stopped
+    assert mine.try_reserve("a", "http://a/0") is None  # its slot is held for it (the send window)
+    clock.now += 10.0  # the hold is over, and the request still holds the domain's one slot at a time
+    assert other.pop().kind == "none" and other.try_reserve("a", "probe") is None
+    assert mine.try_reserve("a", "http://a/0") == f"{1_020.0:.6f}"  # a fresh slot, held until it leaves
+
+
+def test_a_request_leaves_on_its_slot_only_well_within_the_frontier_s_send_window() -> None:
+    lua = (Path(crawler.redis.__file__).parent / "frontier.lua").read_text()
+    send_window = float(re.search(r"^local SEND_WINDOW = ([0-9.]+)$", lua, re.M).group(1))  # type: ignore[union-attr]
+    assert STALE_AFTER <= send_window / 2
 
 
 def test_an_expired_lease_goes_back_to_the_front_and_frees_its_slot(frontier: FrontierStore, clock: FakeClock) -> None:

@@ -1,13 +1,16 @@
-"""A shared request that waited long before leaving may have lost its domain's slot: its process
-stopped (SIGSTOP, a frozen machine) for longer than the lease, the frontier reclaimed the lease
-and the slot with it, and another worker has since paced the domain. Sent with its old slot, it
-would leave at once, closer to the other worker's last request than the delay.
+"""A shared request that waited long before leaving may have lost its domain's slot. The shared
+frontier holds a domain's slot for the request handed it until the request says it left, or
+for ``SEND_WINDOW`` (``redis/frontier.lua``, 10 s) at most: after that another process may take
+the domain's next slot, and a request sent on the old one would leave close to that process's.
+Requests wait that long when their process stops (SIGSTOP, a frozen machine) or when its engine
+stops taking them (its rows cannot be written: the database is away), while their leases are
+renewed or not.
 
-Before such a request leaves (held more than half a lease since its departure time), its lease
-is renewed: kept, it goes as it was; lost, it waits for a fresh slot of its domain, as a request
-of this process's own does (``try_start``), and so leaves no sooner than the delay after the
-domain's last request from any process. It is fetched then, possibly twice (the frontier handed
-it out again): a duplicate within the lease, never a short gap.
+So a request that has not left ``STALE_AFTER`` seconds after its slot takes a fresh slot of its
+domain before it leaves, as a request of this process's own does (``try_start``: the domain's
+delay after its last request from any process, its concurrency counting this request's own
+hold out). Its lease is renewed first: lost (held past the lease, the frontier handed the
+request out again), it is fetched twice, a duplicate within the lease, never a short gap.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from crawler.services import CrawlServices
 logger = logging.getLogger(__name__)
 
 GRANT_POLL_SECONDS = 0.05
+STALE_AFTER = 5.0
+"""Half the frontier's ``SEND_WINDOW``: a request leaving on its slot by then has told Redis
+so well before another process could take the next one."""
 
 
 class HeldSlotCheck:
@@ -33,21 +39,21 @@ class HeldSlotCheck:
         self.redis = services.redis
         self.limiter = services.limiter
         self.stats = crawler.stats
-        self.patience = crawler.settings.getfloat("CRAWLER_LEASE_SECONDS") / 2
 
     async def keep_or_renew(self, domain: str, request: Request) -> None:
         """Return once ``request`` holds a live slot of ``domain`` (at once for most)."""
         meta = request.meta
         if self.redis is None or LEAVE_AT not in meta or HOLDER not in meta:
             return  # not handed out by the shared frontier
-        if self.limiter.clock() - meta[LEAVE_AT] < self.patience:
+        if self.limiter.clock() - meta[LEAVE_AT] < STALE_AFTER:
             return
-        if await self._renewed(domain, meta[HOLDER]):
-            return
-        self.stats.inc_value("frontier/lease_lapsed")
-        logger.info(
-            "The lease of %s lapsed before it left (its process held it too long): waiting for a new slot", request.url
-        )
+        self.stats.inc_value("frontier/slot_stale")
+        if not await self._renewed(domain, meta[HOLDER]):
+            self.stats.inc_value("frontier/lease_lapsed")
+            logger.info(
+                "The lease of %s lapsed before it left (its process held it too long): waiting for a new slot",
+                request.url,
+            )
         meta[RESERVATION] = await self._fresh_slot(domain, meta[HOLDER])
 
     async def _renewed(self, domain: str, key: str) -> bool:

@@ -150,7 +150,8 @@ end
 
 -- A request handed out leaves some time later (the worker's reply, its engine, its
 -- middlewares): a paced domain's next slot is held until it reports that it left (``sent``),
--- which counts the delay from then, or this long if it never does.
+-- which counts the delay from then, or this long if it never does (a request that has not left
+-- well within it takes a fresh slot: ``download/held_slot.py``).
 local SEND_WINDOW = 10
 
 -- Take the domain's next slot for a holder: now, or the slot's own time when it is handed out
@@ -170,9 +171,13 @@ local function reserve(d, holder)
   return reservation, slot
 end
 
-local function can_start(d)
+-- Whether ``holder`` may take the domain's next slot now; a holder of the domain's concurrency
+-- already (a request whose slot went stale before it left, asking a fresh one) counts its own hold out.
+local function can_start(d, holder)
   local f = redis.call('HMGET', dkey(d), 'next', 'hold', 'limit')
-  return math.max(num(f[1], 0), num(f[2], 0)) <= now and holders(d) < num(f[3], default_limit)
+  local held = holders(d)
+  if holder and redis.call('ZSCORE', inflight_key(d), holder) then held = held - 1 end
+  return math.max(num(f[1], 0), num(f[2], 0)) <= now and held < num(f[3], default_limit)
 end
 
 -- A leased request comes back to its queue. ``returned``: it came back unfinished (a dead
@@ -424,7 +429,7 @@ elseif op == 'renew' then
 elseif op == 'try_reserve' then
   -- ARGV[8], ARGV[9]: domain, holder; ARGV[10] as pop's. For requests this process keeps (sitemap discovery).
   local d = ARGV[8]
-  if not crawl_marked(ARGV[10]) or not can_start(d) then return false end
+  if not crawl_marked(ARGV[10]) or not can_start(d, ARGV[9]) then return false end
   local reservation = reserve(d, ARGV[9])
   refresh(d)
   return reservation
