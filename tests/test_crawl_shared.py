@@ -146,11 +146,18 @@ def test_workers_killed_at_five_random_moments_lose_nothing(
     assert duplicates <= sum(leases_at_kills), (seed, duplicates, leases_at_kills)
 
 
-def test_a_worker_stopped_past_its_leases_sends_nothing_early_when_continued(
-    web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path
+@pytest.mark.parametrize(
+    "lease",
+    [
+        "3",  # lapsed: the request was handed out again
+        "120",  # renewed at the continue, but the frontier held the domain's slot for it 10 s only
+    ],
+)
+def test_a_worker_stopped_past_its_slots_sends_nothing_early_when_continued(
+    web: TestWeb, postgres_database: Database, crawl_name: str, tmp_path: Path, lease: str
 ) -> None:
     web.clear()
-    settings = _shared(crawl_name, CRAWLER_LEASE_SECONDS="3", CRAWLER_BATCH_SECONDS="0.2")
+    settings = _shared(crawl_name, CRAWLER_LEASE_SECONDS=lease, CRAWLER_BATCH_SECONDS="0.2")
     client = redis.Redis.from_url(REDIS_URL)
     logs = [tmp_path / "stopped.log", tmp_path / "other.log"]
     stopped = start_crawl("links", postgres_database, logs[0], url=web.url("stoppable"), settings=settings)
@@ -163,7 +170,8 @@ def test_a_worker_stopped_past_its_leases_sends_nothing_early_when_continued(
         time.sleep(0.05)
     other = start_crawl("links", postgres_database, logs[1], url=web.url("stoppable"), settings=settings)
     served = len(web.log("stoppable"))
-    # The other worker reclaims the stopped one's leases (3 s) and paces the site meanwhile.
+    # The other worker paces the site meanwhile: once the stopped one's leases expire (3 s), or
+    # once the frontier stops holding the slot of the request it was about to send (10 s).
     wait_until(lambda: len(web.log("stoppable")) >= served + 15, 90, "the other worker crawling")
     stopped.send_signal(signal.SIGCONT)
     _finish([stopped, other], logs)
