@@ -100,9 +100,17 @@ def seen_filter(kind: str, client: redis.Redis, frontier: FrontierStore, crawler
         return frontier.seen_key(domain_key(request))
 
     if kind == "bloom":
-        shape = BloomShape.for_capacity(capacity, 1e-6)
+        # Each shard a filter of its share of the capacity, as a crawl's (``CrawlServices.seen``).
+        shape = BloomShape.for_capacity(max(1, capacity // len(frontier.shards)), 1e-6)
+        places = [f"{shard}:seen" for shard in frontier.shards]
         return BloomSeenFilter(
-            client, frontier.key("seen"), crawler.request_fingerprinter, shape, use_module=False, place=place
+            client,
+            frontier.key("seen"),
+            crawler.request_fingerprinter,
+            shape,
+            use_module=False,
+            place=place,
+            places=places,
         )
     return ExactSeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter, place=place)
 
