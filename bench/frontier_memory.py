@@ -22,7 +22,7 @@ import argparse
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import redis
@@ -44,10 +44,17 @@ from tests.throwaway_redis import ThrowawayRedis
 SITES = 1_000
 
 
-def link_requests(spider: PageSpider, count: int, start: int = 0, sites: int = SITES) -> Iterator[Request]:
-    """``count`` link requests, the ``start``-th on, spread over ``sites`` sites."""
+def site_url(site: int) -> str:
+    return f"https://www.site{site}.example"
+
+
+def link_requests(
+    spider: PageSpider, count: int, start: int = 0, sites: int = SITES, site_of: Callable[[int], int] | None = None
+) -> Iterator[Request]:
+    """``count`` link requests, the ``start``-th on, spread over ``sites`` sites: in turn, or
+    the n-th on site ``site_of(n)``."""
     for n in range(start, start + count):
-        site = f"https://www.site{n % sites}.example"
+        site = site_url(n % sites if site_of is None else site_of(n))
         section = (n // sites) % 40
         url = f"{site}/articles/section-{section}/article-{n}-on-something"
         depth = 2 + n % 4
