@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from crawler.extraction import RobotsDirectives, extract_page, parse_robots_directives
 from crawler.extraction.html import STR_ONLY_SPACES
 from crawler.identity import normalize_url
-from crawler.twins.simhash import simhash
+from crawler.twins.simhash import simhash, simhash_of_words
 
 PAGE = """<!DOCTYPE html><html><head>
 <title>  The   title </title>
@@ -125,11 +125,12 @@ def test_the_spaces_split_as_bytes_are_all_those_str_split_splits_on() -> None:
 
 @given(st.text(alphabet=SPACES + "ab-é日\U0001f600", max_size=200))
 @settings(max_examples=300, deadline=None)
-def test_the_text_is_squashed_as_str_split_splits_and_fingerprinted_as_stored(text: str) -> None:
-    page = extract_page(f"<p>{text}</p>", "http://s.example/", normalize_url, fingerprint=True)
+def test_the_text_is_squashed_as_str_split_splits_and_its_words_are_those_fingerprinted(text: str) -> None:
+    page = extract_page(f"<p>{text}</p>", "http://s.example/", normalize_url)
     assert page.text == " ".join(text.split())
     assert page.text_hash == hashlib.sha256(page.text.encode()).hexdigest()
-    assert page.simhash == simhash(page.text)
+    assert page.words == page.text.encode().split()
+    assert simhash_of_words(page.words) == simhash(page.text)
 
 
 def test_invisible_parts_inside_one_another_are_left_out() -> None:

@@ -18,7 +18,6 @@ from selectolax.lexbor import LexborNode as Node
 from crawler.extraction.robots_directives import NONE, RobotsDirectives, parse_robots_directives
 from crawler.identity.resolve import LinkResolver
 from crawler.identity.whatwg import join
-from crawler.twins.simhash import simhash_of_words
 
 
 def _tag_ids(names: str) -> frozenset[int]:
@@ -52,8 +51,9 @@ class PageData:
     description: str | None = None
     text: str = ""
     text_hash: str = ""
-    simhash: int | None = None
-    """The SimHash of ``text`` (``crawler.twins.simhash``), if asked for."""
+    words: list[bytes] = field(default_factory=list)
+    """The words of ``text`` in UTF-8 (``text`` is them joined by spaces), for its SimHash
+    without a second split; an object a word, many times the text's size, so not kept long."""
     links: list[str] = field(default_factory=list)
     """Every outgoing link, absolute and normalised, first occurrence order."""
     followable: list[str] = field(default_factory=list)
@@ -70,13 +70,11 @@ def extract_page(
     user_agents: Iterable[str] = (),
     resolver: LinkResolver | None = None,
     max_links: int = 0,
-    fingerprint: bool = False,
 ) -> PageData:
     """Extract what the crawler stores and follows from one HTML document at ``url`` (bytes
     are read as UTF-8). Links are resolved by ``resolver`` (one for the whole crawl shares its
     cache between pages), else by one of ``normalize`` for this page; at most ``max_links``
-    distinct links are read (0: all), as each costs a URL normalisation. ``fingerprint`` also
-    takes the SimHash of the text, from the words its squashing splits."""
+    distinct links are read (0: all), as each costs a URL normalisation."""
     tree = LexborHTMLParser(html)
     page = PageData()
     found = _Elements.of(tree)
@@ -94,12 +92,10 @@ def extract_page(
             if page.canonical is None:
                 page.invalid_links += 1
     _collect_links(found.anchors, resolve, page, max_links)
-    words = _visible_words(tree, found)
-    text = b" ".join(words)
+    page.words = _visible_words(tree, found)
+    text = b" ".join(page.words)
     page.text = text.decode("utf-8")
     page.text_hash = hashlib.sha256(text).hexdigest()
-    if fingerprint:
-        page.simhash = simhash_of_words(words)
     return page
 
 

@@ -27,7 +27,7 @@ from crawler.http.headers import header, header_values, http_date, media_type
 from crawler.identity import host_of, surt_key, url_hash
 from crawler.identity.resolve import LinkResolver
 from crawler.items import PageItem
-from crawler.twins.simhash import as_hex
+from crawler.twins.simhash import as_hex, simhash_of_words
 from crawler.warc import archived_in
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -88,8 +88,8 @@ class OutcomeRecorder:
         directives = parse_robots_directives(header_values(response, "X-Robots-Tag"), self.user_agents)
         try:
             if item.content_type in _HTML_TYPES and isinstance(response, TextResponse):
-                page = await self.workers.run(partial(self._extract, response), len(response.body))
-                item.simhash = None if page.simhash is None else as_hex(page.simhash)
+                page, fingerprint = await self.workers.run(partial(self._extract, response), len(response.body))
+                item.simhash = None if fingerprint is None else as_hex(fingerprint)
                 directives = directives | page.robots
                 page.robots = directives
                 item.title, item.description, item.text = page.title, page.description, page.text
@@ -120,14 +120,14 @@ class OutcomeRecorder:
         item.crawl_duration_ms = round(latency * 1000) if latency is not None else None
         return item
 
-    def _extract(self, response: TextResponse) -> PageData:
-        """What the page says, with the SimHash of its text if twins are looked for."""
+    def _extract(self, response: TextResponse) -> tuple[PageData, int | None]:
+        """What the page says, and the SimHash of its text (in the same thread, off the reactor)."""
         html = _utf8_document(response)
         self.workers.check_depth(html)
         # On the reactor or in a document thread: the resolver's cache is safe to share.
-        return extract_page(
-            html, response.url, self.normalize, self.user_agents, self.resolver, self.max_links, self.fingerprint
-        )
+        page = extract_page(html, response.url, self.normalize, self.user_agents, self.resolver, self.max_links)
+        words, page.words = page.words, []  # not kept with the page: an object a word
+        return page, simhash_of_words(words) if self.fingerprint else None
 
     def close(self) -> None:
         self.workers.close()
