@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler.extraction import RobotsDirectives, extract_page, parse_robots_directives
+from crawler.extraction.html import STR_ONLY_SPACES
 from crawler.identity import normalize_url
+from crawler.twins.simhash import simhash, simhash_of_words
 
 PAGE = """<!DOCTYPE html><html><head>
 <title>  The   title </title>
@@ -111,6 +114,23 @@ def test_empty_and_fragmentary_documents() -> None:
 def test_any_text_extracts_without_error(html: str) -> None:
     page = extract_page(html, "http://s.example/", normalize_url)
     assert all(link.startswith("http") for link in page.links)
+
+
+SPACES = "".join(character for character in map(chr, range(sys.maxunicode + 1)) if character.isspace())
+
+
+def test_the_spaces_split_as_bytes_are_all_those_str_split_splits_on() -> None:
+    assert set(STR_ONLY_SPACES) == set(SPACES) - set(" \t\n\r\x0b\x0c")
+
+
+@given(st.text(alphabet=SPACES + "ab-é日\U0001f600", max_size=200))
+@settings(max_examples=300, deadline=None)
+def test_the_text_is_squashed_as_str_split_splits_and_its_words_are_those_fingerprinted(text: str) -> None:
+    page = extract_page(f"<p>{text}</p>", "http://s.example/", normalize_url)
+    assert page.text == " ".join(text.split())
+    assert page.text_hash == hashlib.sha256(page.text.encode()).hexdigest()
+    assert page.words == page.text.encode().split()
+    assert simhash_of_words(page.words) == simhash(page.text)
 
 
 def test_invisible_parts_inside_one_another_are_left_out() -> None:
