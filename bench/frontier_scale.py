@@ -21,6 +21,9 @@ while the pushes go on. Each tenth's line adds the requests in Redis and in the 
 end, the movers' rates, Redis memory, the table's bytes a row, then ``--reopen`` blocked domains
 (of at most ``REOPENED_ROWS_AT_MOST`` rows) reopen while every other domain is held, and are
 emptied by pops as fast as they go: whether every row comes back, once, and how fast.
+``--delay 1`` gives every domain the default delay of a crawl: then the tail of a big site's
+queue, beyond the requests kept, is hours from its turn and spills too, blocked or not (use
+``--reopen 0``: emptied at one request a second, the reopened domains would take hours).
 """
 
 from __future__ import annotations
@@ -115,10 +118,11 @@ def seen_filter(kind: str, client: redis.Redis, frontier: FrontierStore, crawler
     return ExactSeenFilter(client, frontier.key("seen"), crawler.request_fingerprinter, place=place)
 
 
-def frontier_config(spill: bool) -> FrontierConfig:
-    # No delay, no concurrency cap: every domain not blocked is ready, so each sample pop finds work.
+def frontier_config(spill: bool, delay: float = 0.0) -> FrontierConfig:
+    # No concurrency cap, and by default no delay: every domain not blocked is ready, so each
+    # sample pop finds work. With a delay, the queue of a big site is mostly far from its turn.
     return FrontierConfig(
-        default_delay=0.0,
+        default_delay=delay,
         default_concurrency=10**9,
         robots=False,
         spill_above=CRAWLER_SPILL_ABOVE if spill else 0,
@@ -181,6 +185,9 @@ def main() -> None:
     parser.add_argument("--cold", type=float, default=0.0, help="share of the domains blocked for the run")
     parser.add_argument("--spill", type=int, default=0, help="mover processes of the spill to PostgreSQL (0: off)")
     parser.add_argument("--reopen", type=int, default=200, help="blocked domains reopened and emptied at the end")
+    parser.add_argument(
+        "--delay", type=float, default=0.0, help="every domain's delay (with --spill: big sites' tails are cold)"
+    )
     options = parser.parse_args()
     crawler = get_crawler(PageSpider)
     spider = PageSpider()
@@ -192,7 +199,7 @@ def main() -> None:
         stack.callback(server.stop)
         client = redis.Redis.from_url(server.url)
         stack.callback(client.close)
-        frontier = FrontierStore(client, PREFIX, frontier_config(bool(options.spill)))
+        frontier = FrontierStore(client, PREFIX, frontier_config(bool(options.spill), options.delay))
         seen = seen_filter(options.seen, client, frontier, crawler, options.requests)
         load_scripts(client)  # the pipelines below send scripts by digest only
         before = used_memory(client)
@@ -203,7 +210,7 @@ def main() -> None:
             database = stack.enter_context(scratch_database("bench_scale"))
             create_schema(database.url)
             movers = stack.enter_context(
-                Movers(options.spill, server.url, database.url, PREFIX, frontier_config(spill=True))
+                Movers(options.spill, server.url, database.url, PREFIX, frontier_config(True, options.delay))
             )
         tenth = options.requests // 10
         queued, medians = 0, []
@@ -257,7 +264,8 @@ def main() -> None:
                 f"{table / 2**20:,.0f} MiB on disk ({table / max(rows, 1):.0f} B a row, indexes included)",
                 flush=True,
             )
-            reopen(frontier, database, movers, options.domains, options.reopen)
+            if options.reopen:
+                reopen(frontier, database, movers, options.domains, options.reopen)
 
 
 if __name__ == "__main__":

@@ -309,12 +309,13 @@ CRAWLER_REDIS_CLOSE_TIMEOUT = 10.0
 CRAWLER_MAX_DELIVERIES = 5
 CRAWLER_CRAWL_REAP_SECONDS = 600.0
 # Cold domains in PostgreSQL (a shared crawl on PostgreSQL only): a domain queuing more than
-# ABOVE requests whose next request may not go for COLD seconds keeps KEEP in Redis and moves
+# ABOVE requests whose requests beyond KEEP may not go for COLD seconds (its next slot that far,
+# or KEEP requests at its delay take that long: a big site's queue) keeps KEEP in Redis and moves
 # the rest to the frontier_spill table, refilled when fewer than KEEP/2 remain; each worker
 # moves every SECONDS. 500/200: a few hundred requests per domain keep hours of a slow domain's
 # work in Redis (200 at one a minute), and Redis holds at most 500 per domain, ~80 KB, whatever
-# the crawl discovered. 30 s: longer than the 10 s a slot is held until its request leaves, so
-# a busy domain never spills; ABOVE 0: off.
+# the crawl discovered. 30 s: longer than the 10 s a slot is held until its request leaves, so a
+# domain does not spill for a held slot alone; ABOVE 0: off.
 CRAWLER_SPILL_ABOVE = 500
 CRAWLER_SPILL_KEEP = 200
 CRAWLER_SPILL_COLD_SECONDS = 30.0

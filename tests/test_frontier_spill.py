@@ -174,14 +174,24 @@ def test_a_long_tail_spills_in_several_moves_down_to_the_kept_requests(store: Fr
     assert moves == 5 and (store.sizes().queued, store.sizes().spilled) == (KEEP, ABOVE + 9 - KEEP)
 
 
-def test_a_domain_ready_soon_or_short_never_spills(
+def test_a_domain_that_sends_its_kept_requests_soon_or_queues_few_never_spills(
     store: FrontierStore, backend: StorageBackend, loop: asyncio.AbstractEventLoop, crawl_name: str
 ) -> None:
     _push(store, "short", ABOVE)
     _cold(store, "short")
-    _push(store, "ready", 40)  # never handed out: ready now
+    _push(store, "ready", 40)  # never handed out: ready now, and its kept 8 go within 30 s
+    store.update("ready", {"delay": 3.0})
     assert loop.run_until_complete(_mover(store, crawl_name).turn(backend)) == (0, [])
     assert store.sizes().queued == 40 + ABOVE - 1
+
+
+def test_a_long_queue_of_a_domain_ready_now_spills_the_tail_its_delay_puts_far_away(
+    store: FrontierStore, backend: StorageBackend, loop: asyncio.AbstractEventLoop, crawl_name: str
+) -> None:
+    _push(store, "big", 40)  # ready now, but at 5 s a request the ninth goes in 40 s
+    store.update("big", {"delay": 5.0})
+    assert loop.run_until_complete(_mover(store, crawl_name).turn(backend)) == (40 - KEEP, [])
+    assert (store.sizes().queued, store.sizes().spilled) == (KEEP, 40 - KEEP)
 
 
 def test_a_mover_killed_after_writing_the_rows_loses_nothing_and_a_later_one_moves_the_domain(

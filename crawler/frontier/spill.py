@@ -1,6 +1,7 @@
 """Cold domains in PostgreSQL: a shared crawl's Redis holds the queues of domains that may be
-handed out soon; the tail of a long queue of a domain that will not be ready soon (a long delay,
-a block, an open circuit) moves to the ``frontier_spill`` table, and comes back when the
+handed out soon; the tail of a long queue that will not be handed out soon (a long delay, a
+block, an open circuit, or a big site whose kept requests alone take long at its delay) moves
+to the ``frontier_spill`` table, and comes back when the
 domain's queue in Redis runs low. Redis memory grows with the active domains, not with the URLs
 discovered; the politeness state of every domain stays in Redis, so pacing never sees the
 difference.

@@ -497,10 +497,12 @@ elseif op == 'robots_stored' then
   return 1
 
 elseif op == 'spill_take' then
-  -- A mover's turn (``spill.py``): ARGV[8..13]: claimant, claim seconds, seconds a domain's next
-  -- request must be away to count as cold, requests kept, at most how many to move, how many
-  -- candidates to look at. Claims the first cold domain of P:long (it queued more than the spill
-  -- threshold, and spills down to the kept ones) and returns the shard's run, the domain and the
+  -- A mover's turn (``spill.py``): ARGV[8..13]: claimant, claim seconds, seconds the first
+  -- request beyond the kept ones must be away to count as cold, requests kept, at most how many
+  -- to move, how many candidates to look at. Claims the first domain of P:long (it queued more
+  -- than the spill threshold, and spills down to the kept ones) whose tail is cold: its next slot
+  -- is far (a long delay, a block, an open circuit, a pause), or its kept requests alone take that
+  -- long at its delay (a big site's queue, most of which waits hours), and returns the shard's run, the domain and the
   -- tail of its queue beyond the kept ones (priority, request pairs, lowest priority first), left
   -- in place: the mover writes them to the table first, then removes them (``spill_remove``).
   -- Nothing ({}) if none.
@@ -514,10 +516,11 @@ elseif op == 'spill_take' then
   end
   for _, d in ipairs(scan[2]) do
     local n = domain_len(d)
-    local ready_at = redis.call('ZSCORE', P .. ':ready', d)
+    local ready_at = tonumber(redis.call('ZSCORE', P .. ':ready', d) or '')
+    local tail_at = ready_at and math.max(ready_at, now) + keep * num(redis.call('HGET', dkey(d), 'delay'), default_delay)
     if n <= keep then
       redis.call('SREM', P .. ':long', d)
-    elseif (not ready_at or tonumber(ready_at) > now + cold) and claim(d, claimant, seconds) then
+    elseif (not tail_at or tail_at > now + cold) and claim(d, claimant, seconds) then
       local tail, wanted = {run_name(claimant), d}, math.min(n - keep, most)
       for _, prio in ipairs(redis.call('ZREVRANGE', prios_key(d), 0, -1)) do
         if wanted <= 0 then break end

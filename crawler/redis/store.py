@@ -338,8 +338,9 @@ class FrontierStore:
 
     # --- cold domains (``crawler.frontier.spill`` moves them) -------------------------------------
     def spill_take(self, shard: str, claimant: str, most: int, candidates: int = 100) -> Spill | None:
-        """Claim a cold domain of ``shard`` that queued more than ``spill_above`` requests: the
-        tail of its queue beyond ``spill_keep`` (at most ``most``), still queued; None if none."""
+        """Claim a domain of ``shard`` that queued more than ``spill_above`` requests, its tail
+        cold (``frontier.lua``): the tail of its queue beyond ``spill_keep`` (at most ``most``),
+        still queued; None if none."""
         config = self.config
         answer = self.call_in(
             shard,
