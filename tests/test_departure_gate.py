@@ -19,7 +19,7 @@ from crawler.download.gate import DepartureGate
 from crawler.exceptions import NotSent
 from crawler.items import PageItem
 from crawler.politeness.overrides import DomainControl
-from crawler.politeness.slots import DOMAIN
+from crawler.politeness.slots import DOMAIN, LEAVE_AT
 from crawler.spiders.links import LinksSpider
 from tests.conftest import REDIS_URL
 from tests.helpers import project_settings
@@ -79,12 +79,12 @@ def test_a_request_held_for_a_pause_is_not_sent_when_the_job_ends_meanwhile() ->
     assert paused.sent == []
 
 
-def _not_sent_outputs(**settings: str) -> list[object]:
+def _not_sent_outputs(meta: dict[str, object], **settings: str) -> list[object]:
     """What the links spider makes of a request the gate did not send as its job ended."""
     crawler = get_crawler(LinksSpider, project_settings(**settings))
     spider = LinksSpider.from_crawler(crawler, url="http://example.com/", job_id="test-job")
     failure = Failure(NotSent("not fetched: the job ended while an operator had its domain paused"))
-    failure.request = Request("http://example.com/page", meta={DOMAIN: "example.com"})  # type: ignore[attr-defined]
+    failure.request = Request("http://example.com/page", meta={DOMAIN: "example.com", **meta})  # type: ignore[attr-defined]
 
     async def outputs() -> list[object]:
         return [output async for output in spider.page_failed(failure)]
@@ -92,11 +92,13 @@ def _not_sent_outputs(**settings: str) -> list[object]:
     return asyncio.run(outputs())
 
 
-def test_a_crawl_of_its_own_records_a_request_not_sent_as_skipped() -> None:
-    (item,) = _not_sent_outputs(REDIS_URL="")
-    assert isinstance(item, PageItem) and item.status == "skipped" and "paused" in (item.error or "")
+def _skipped(outputs: list[object]) -> bool:
+    return len(outputs) == 1 and isinstance(item := outputs[0], PageItem) and item.status == "skipped"
 
 
-def test_a_shared_crawl_leaves_a_request_not_sent_to_its_other_processes() -> None:
-    # No row: the request's lease is still this process's, given back when the job ends.
-    assert _not_sent_outputs(REDIS_URL=REDIS_URL, CRAWLER_CRAWL_ID="test-not-sent") == []
+def test_a_request_not_sent_is_skipped_unless_the_shared_frontier_handed_it_out() -> None:
+    shared = {"REDIS_URL": REDIS_URL, "CRAWLER_CRAWL_ID": "test-not-sent"}
+    assert _skipped(_not_sent_outputs({}, REDIS_URL=""))  # a crawl of its own
+    assert _skipped(_not_sent_outputs({}, **shared))  # a request the process kept (a probe)
+    # Handed out by the shared frontier: it goes back there for another process, with no row.
+    assert _not_sent_outputs({LEAVE_AT: 1_000.0}, **shared) == []

@@ -15,13 +15,14 @@ from scrapy.squeues import FifoMemoryQueue
 from scrapy.utils.test import get_crawler
 
 import crawler.redis
-from crawler.download.held_slot import STALE_AFTER
+from crawler.download.held_slot import SEND_WINDOW, stale_after
 from crawler.frontier.queue_local import PolitePriorityQueue
 from crawler.frontier.queue_redis import RedisFrontierQueue
 from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.politeness.policy import Policy, PolicyConfig
 from crawler.redis.store import FrontierConfig, FrontierStore
 from crawler.services import CrawlServices
+from crawler.signals import request_not_sent
 from tests.conftest import REDIS_URL
 from tests.helpers import FakeClock, PageSpider, crawl_keys, project_settings
 
@@ -173,24 +174,48 @@ def test_a_process_that_stopped_asking_has_no_turn(
     assert _popped_url(one) == "http://a/1"
 
 
-def test_a_request_whose_slot_went_stale_takes_a_fresh_one_counting_its_own_hold_out(
+def _one_at_a_time_handed_out(client: redis.Redis, name: str, clock: FakeClock) -> tuple[FrontierStore, FrontierStore]:
+    """Two processes of a crawl whose domains take one request at a time; the first has been
+    handed http://a/0, which does not leave (its process stopped)."""
+    mine, other = (_frontier(client, name, clock, default_concurrency=1) for _ in range(2))
+    _push(mine, "http://a/0")
+    assert mine.pop().kind == "request"
+    return mine, other
+
+
+def test_a_request_whose_slot_went_stale_takes_a_fresh_one_keeping_its_share_of_the_concurrency(
     redis_client: redis.Redis, crawl_name: str, clock: FakeClock
 ) -> None:
-    mine = _frontier(redis_client, crawl_name, clock, default_concurrency=1)
-    other = _frontier(redis_client, crawl_name, clock, default_concurrency=1)
-    _push(mine, "http://a/0")
+    mine, other = _one_at_a_time_handed_out(redis_client, crawl_name, clock)
     _push(mine, "http://a/1")
-    assert mine.pop().kind == "request"  # http://a/0, which does not leave: its process stopped
-    assert mine.try_reserve("a", "http://a/0") is None  # its slot is held for it (the send window)
+    assert mine.try_reserve("a", "http://a/0", stale=True) is None  # its slot is held for it (the send window)
     clock.now += 10.0  # the hold is over, and the request still holds the domain's one slot at a time
     assert other.pop().kind == "none" and other.try_reserve("a", "probe") is None
-    assert mine.try_reserve("a", "http://a/0") == f"{1_020.0:.6f}"  # a fresh slot, held until it leaves
+    # A holder of the same name that is not this stale request gets no share of it.
+    assert other.try_reserve("a", "http://a/0") is None
+    assert mine.try_reserve("a", "http://a/0", stale=True) == f"{1_020.0:.6f}"  # held until it leaves
+    assert other.try_reserve("a", "probe") is None  # still one at a time
+
+
+def test_a_stale_request_handed_out_again_meanwhile_still_waits_the_delay_after_the_other_copy(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    mine, other = _one_at_a_time_handed_out(redis_client, crawl_name, clock)
+    clock.now += 30.0  # its lease expired: back in the queue, the slot free
+    assert _popped_url(other) == "http://a/0"  # handed out again, and left at 1030
+    clock.now += 0.5
+    assert mine.try_reserve("a", "http://a/0", stale=True) is None
+    clock.now += 0.5
+    # Both copies go by one name: the other's hold passes for this one's (one over the
+    # concurrency while both are in flight, a known limit), never the delay.
+    assert mine.try_reserve("a", "http://a/0", stale=True) == f"{1_041.0:.6f}"
 
 
 def test_a_request_leaves_on_its_slot_only_well_within_the_frontier_s_send_window() -> None:
     lua = (Path(crawler.redis.__file__).parent / "frontier.lua").read_text()
     send_window = float(re.search(r"^local SEND_WINDOW = ([0-9.]+)$", lua, re.M).group(1))  # type: ignore[union-attr]
-    assert STALE_AFTER <= send_window / 2
+    assert SEND_WINDOW == send_window
+    assert stale_after(1.0) == send_window / 2 and stale_after(60.0) == 60.0 - send_window / 2
 
 
 def test_an_expired_lease_goes_back_to_the_front_and_frees_its_slot(frontier: FrontierStore, clock: FakeClock) -> None:
@@ -445,3 +470,23 @@ def test_a_request_a_process_keeps_is_tried_again_within_half_the_delay_after_an
     clock.now += 0.5 + 0.25 + 0.01
     request = queue.pop()
     assert request is not None and request.url == "http://a/probe"
+
+
+def test_a_request_not_sent_goes_back_to_the_front_of_its_queue_not_counted_as_a_delivery(crawl_name: str) -> None:
+    crawler = get_crawler(
+        PageSpider, project_settings(REDIS_URL=REDIS_URL, CRAWLER_CRAWL_ID=crawl_name, ROBOTSTXT_OBEY=False)
+    )
+    spider = PageSpider.from_crawler(crawler)
+    queue = RedisFrontierQueue(CrawlServices.of(crawler).redis.client, spider, crawl_keys(crawl_name))  # type: ignore[union-attr]
+    for n in range(2):
+        queue.push(Request(f"http://a.test/{n}"))
+    # The link not started, its operations run at once; the first pops ask the shards.
+    request = next(filter(None, (queue.pop() for _ in range(5))), None)
+    assert request is not None and request.url == "http://a.test/0"
+    assert queue.store.sizes().leased == 1
+    crawler.signals.send_catch_log(signal=request_not_sent, request=request)
+    sizes = queue.store.sizes()
+    assert (sizes.queued, sizes.leased) == (2, 0)
+    assert queue.store.client.hget(f"{queue.store.shard_of('a.test')}:returns", "http://a.test/0") is None
+    first = queue.store.client.lindex(queue.store.domain_part("a.test", "q", "a.test", "0"), 0)
+    assert first.startswith(b"http://a.test/0\t")  # at the front again

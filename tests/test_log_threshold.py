@@ -6,6 +6,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from scrapy.utils.log import DEFAULT_LOGGING
 from scrapy.utils.test import get_crawler
 
 from crawler.extensions import log_threshold
@@ -81,3 +82,11 @@ def test_the_next_crawler_lowers_the_level_it_set_but_not_one_set_on_purpose() -
         LogThreshold.from_crawler(get_crawler())
         assert logging.getLogger("crawler").level == logging.DEBUG
         assert logging.getLogger("scrapy").level == logging.ERROR
+
+
+def test_scrapy_s_own_level_for_its_logger_is_not_taken_for_an_operator_s() -> None:
+    with root_handlers(logging.WARNING):
+        # What configure_logging (scrapy crawl) does to it, whatever LOG_LEVEL says.
+        logging.getLogger("scrapy").setLevel(DEFAULT_LOGGING["loggers"]["scrapy"]["level"])
+        LogThreshold.from_crawler(get_crawler())
+        assert not logging.getLogger("scrapy.core.engine").isEnabledFor(logging.INFO)

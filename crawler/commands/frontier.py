@@ -57,10 +57,11 @@ class Command(ScrapyCommand):
     def _show(self, view: FrontierView, crawl: str, clear: bool) -> None:
         frontier = view.frontier(crawl)
         if clear:
-            deleted = frontier.clear()
-            print(
-                f"crawl {crawl}: {deleted} keys deleted, {asyncio.run(self._forget_spilled(crawl))} spilled requests dropped"
-            )
+            from crawler.storage import is_postgres
+
+            # The database first: unreachable, it stops the command before any key is gone.
+            dropped = asyncio.run(self._forget_spilled(crawl)) if is_postgres(self.database_url) else 0
+            print(f"crawl {crawl}: {frontier.clear()} keys deleted, {dropped} spilled requests dropped")
             return
         print(_summary(crawl, frontier))
         print(
@@ -74,11 +75,15 @@ class Command(ScrapyCommand):
                 f"{row['delay']:>6.2f}s {row['concurrency']:>5} {row['in_flight']:>9}"
             )
 
+    @property
+    def database_url(self) -> str:
+        return str(self.settings.get("DATABASE_URL") or "")
+
     async def _forget_spilled(self, crawl: str) -> int:
         from crawler.storage import open_backend
         from crawler.storage.spilled_requests import forget_crawl
 
-        backend = open_backend(self.settings.get("DATABASE_URL"))
+        backend = open_backend(self.database_url)
         await backend.open()
         try:
             return await forget_crawl(backend, crawl)

@@ -29,6 +29,7 @@ from crawler.guard.blocked import refuse
 from crawler.guard.resolver import installed_resolver
 from crawler.politeness.slots import DOMAIN, LEAVE_AT
 from crawler.services import CrawlServices
+from crawler.signals import request_not_sent
 
 PAUSE_RECHECK_SECONDS = 0.25
 """How often a request held for a paused domain looks whether it was resumed."""
@@ -46,8 +47,12 @@ class DepartureGate:
         """``send(request)`` once the request may leave, with the guard's refusals said as such."""
         domain = request.meta.get(DOMAIN)
         if domain is not None:
-            await self._departure_time_came(domain, request.meta.get(LEAVE_AT, 0.0))
-            await self.held_slot.keep_or_renew(domain, request)
+            try:
+                await self._departure_time_came(domain, request.meta.get(LEAVE_AT, 0.0))
+                await self.held_slot.keep_or_renew(domain, request)
+            except NotSent:
+                self.crawler.signals.send_catch_log(signal=request_not_sent, request=request)
+                raise
         try:
             return await send(request)
         except CannotResolveHostError:

@@ -1,51 +1,65 @@
 """A shared request that waited long before leaving may have lost its domain's slot. The shared
-frontier holds a domain's slot for the request handed it until the request says it left, or
-for ``SEND_WINDOW`` (``redis/frontier.lua``, 10 s) at most: after that another process may take
-the domain's next slot, and a request sent on the old one would leave close to that process's.
-Requests wait that long when their process stops (SIGSTOP, a frozen machine) or when its engine
-stops taking them (its rows cannot be written: the database is away), while their leases are
-renewed or not.
+frontier holds a domain's slot for the request handed it until the request says it left, or for
+``SEND_WINDOW`` (``redis/frontier.lua``, 10 s; the domain's delay when longer) at most: after
+that another process may take the domain's next slot, and a request sent on the old one would
+leave close to that process's. Requests wait that long when their process stops (SIGSTOP, a
+frozen machine) or when its engine stops taking them (its rows cannot be written: the database
+is away), while their leases are renewed or not.
 
-So a request that has not left ``STALE_AFTER`` seconds after its slot takes a fresh slot of its
-domain before it leaves, as a request of this process's own does (``try_start``: the domain's
-delay after its last request from any process, its concurrency counting this request's own
-hold out). Its lease is renewed first: lost (held past the lease, the frontier handed the
-request out again), it is fetched twice, a duplicate within the lease, never a short gap.
+So a request that has not left within half the send window of the end of that hold takes a
+fresh slot of its domain before it leaves (``reslot``: the domain's delay after its last request
+from any process, with the spacing margin the departure gate adds; its share of the domain's
+concurrency stays its own while its lease does). Its lease is renewed first: lost (held past the
+lease, the frontier handed the request out again), it is fetched twice, a duplicate within the
+lease, never a short gap. A job that ends meanwhile does not wait for the slot (``NotSent``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import Request
 from scrapy.crawler import Crawler
 
+from crawler.compat import engine_closing
+from crawler.exceptions import NotSent
 from crawler.politeness.slots import HOLDER, LEAVE_AT, RESERVATION
 from crawler.services import CrawlServices
+
+if TYPE_CHECKING:
+    from crawler.politeness.limiter_redis import RedisDomainLimiter
 
 logger = logging.getLogger(__name__)
 
 GRANT_POLL_SECONDS = 0.05
-STALE_AFTER = 5.0
-"""Half the frontier's ``SEND_WINDOW``: a request leaving on its slot by then has told Redis
-so well before another process could take the next one."""
+SEND_WINDOW = 10.0
+"""The frontier script's: how long it holds a slot at least for the request handed it."""
+
+
+def stale_after(delay: float) -> float:
+    """Seconds after its slot past which a handed-out request takes a fresh one: half the send
+    window before the frontier's hold of its slot ends, so that it has told Redis it left well
+    before another process could take the next slot."""
+    return max(delay, SEND_WINDOW) - SEND_WINDOW / 2
 
 
 class HeldSlotCheck:
     def __init__(self, crawler: Crawler):
         services = CrawlServices.of(crawler)
+        self.crawler = crawler
         self.redis = services.redis
         self.limiter = services.limiter
         self.stats = crawler.stats
+        self.spacing_margin = crawler.settings.getfloat("CRAWLER_SPACING_MARGIN")
 
     async def keep_or_renew(self, domain: str, request: Request) -> None:
         """Return once ``request`` holds a live slot of ``domain`` (at once for most)."""
         meta = request.meta
         if self.redis is None or LEAVE_AT not in meta or HOLDER not in meta:
             return  # not handed out by the shared frontier
-        if self.limiter.clock() - meta[LEAVE_AT] < STALE_AFTER:
+        if self.limiter.clock() - meta[LEAVE_AT] < stale_after(self.limiter.effective_delay(domain)):
             return
         self.stats.inc_value("frontier/slot_stale")
         if not await self._renewed(domain, meta[HOLDER]):
@@ -62,6 +76,12 @@ class HeldSlotCheck:
         return bool(await self.redis.link.answer(lambda pipe: store.renew([key], domain, client=pipe)))
 
     async def _fresh_slot(self, domain: str, holder: str) -> Any:
-        while (reservation := self.limiter.try_start(domain, holder)) is None:
-            await asyncio.sleep(GRANT_POLL_SECONDS)
+        limiter = cast("RedisDomainLimiter", self.limiter)  # a shared crawl's (imported only there)
+        while (reservation := limiter.try_start(domain, holder, stale=True)) is None:
+            if engine_closing(self.crawler):  # a pause, a lost frontier: the job ends without it
+                raise NotSent("not fetched: the job ended before its domain had a slot for it again")
+            blocked_for = limiter.state(domain).blocked_until - limiter.clock()
+            await asyncio.sleep(max(GRANT_POLL_SECONDS, blocked_for))
+        # The departure gate's margin, as the slot's own time came now.
+        await asyncio.sleep(self.spacing_margin * limiter.effective_delay(domain))
         return reservation

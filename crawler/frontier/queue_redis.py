@@ -48,7 +48,7 @@ from crawler.politeness.slots import DOMAIN, HOLDER, LEAVE_AT, RESERVATION, doma
 from crawler.redis.link import Op
 from crawler.redis.store import FrontierSizes, FrontierStore, PopBatch, Popped, parse_pop
 from crawler.services import CrawlServices
-from crawler.signals import domain_blocked, rows_committed
+from crawler.signals import domain_blocked, request_not_sent, rows_committed
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +144,7 @@ class RedisFrontierQueue(Base):
         crawler.signals.connect(self.rows_committed, signal=rows_committed)
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
         crawler.signals.connect(self.domain_blocked, signal=domain_blocked)
+        crawler.signals.connect(self.request_not_sent, signal=request_not_sent)
 
     def start(self) -> None:
         """Begin the background work (on the reactor's loop): beats and lease renewal."""
@@ -356,6 +357,13 @@ class RedisFrontierQueue(Base):
             return
         self.stats.inc_value("frontier/callback_failures")
         self._release({key: self.leased.pop(key)}, returned=True)
+
+    def request_not_sent(self, request: Request) -> None:
+        """A request of this process's did not leave before its job ended: back to the front of
+        its queue for another process, not counted as a delivery (it never started)."""
+        key = lease_key(request)
+        if key in self.leased:
+            self._release({key: self.leased.pop(key)}, returned=False)
 
     def _release(self, keys: dict[str, str], *, returned: bool) -> None:
         """Give leases back (key: the domain it was handed out for)."""

@@ -163,10 +163,12 @@ class RedisDomainLimiter(DomainLimiter):
         transaction): the frontier script decides (``try_start``)."""
         return self.policy.can_start(self.state(domain), self.clock() if now is None else now)
 
-    def try_start(self, domain: str, holder: str = "") -> str | None:
+    def try_start(self, domain: str, holder: str = "", *, stale: bool = False) -> str | None:
+        """``stale``: ``holder`` is a handed-out request whose slot went stale before it left;
+        it keeps its share of the domain's concurrency while its lease does."""
         if domain not in self._grants and domain not in self._asking:
             self._asking.add(domain)
-            arguments = self.store.try_reserve_arguments(domain, holder)
+            arguments = self.store.try_reserve_arguments(domain, holder, stale=stale)
             self._op(*arguments, done=lambda answer: self._granted(domain, holder, answer))
         grant = self._grants.pop(domain, None)  # there at once when the link is not started
         if grant is None:

@@ -41,7 +41,7 @@
 --   P:run            str   the name the shard's rows in the table carry: a new run of the crawl (its
 --                          keys deleted, flushed) never reads an earlier run's rows
 --   P:hungry         zset  process -> since when its asks of the shard found nothing (a worker's
---                          pop names its process); P:hungry_at  hash  process -> its last such ask
+--                          pop names its process); P:hungry_at  zset  process -> its last such ask
 --
 -- Turns: a domain at its concurrency frees a slot when a request of it finishes, and the process
 -- that held it asks again at once, while the others learn of the slot only at their next ask.
@@ -171,13 +171,12 @@ local function reserve(d, holder)
   return reservation, slot
 end
 
--- Whether ``holder`` may take the domain's next slot now; a holder of the domain's concurrency
--- already (a request whose slot went stale before it left, asking a fresh one) counts its own hold out.
-local function can_start(d, holder)
+-- Whether the domain's next slot may be taken now; ``holding``: by a request that holds its
+-- share of the domain's concurrency already (its slot went stale before it left: ``reslot``).
+local function can_start(d, holding)
   local f = redis.call('HMGET', dkey(d), 'next', 'hold', 'limit')
-  local held = holders(d)
-  if holder and redis.call('ZSCORE', inflight_key(d), holder) then held = held - 1 end
-  return math.max(num(f[1], 0), num(f[2], 0)) <= now and held < num(f[3], default_limit)
+  local room = holding or holders(d) < num(f[3], default_limit)
+  return math.max(num(f[1], 0), num(f[2], 0)) <= now and room
 end
 
 -- A leased request comes back to its queue. ``returned``: it came back unfinished (a dead
@@ -219,21 +218,12 @@ local asker, turn_seconds = nil, 0  -- set by a worker's pop
 local turn_until = math.huge  -- the end of the earliest turn the asker left to another process
 local hungrier_found = nil
 
--- Whether a process other than the asker has found nothing since before the asker did (one
--- that has not asked for twice the turn time is gone, and forgotten).
+-- Whether a process other than the asker has found nothing since before the asker did.
 local function hungrier_process()
   if hungrier_found == nil then
-    hungrier_found = false
     local mine = redis.call('ZSCORE', P .. ':hungry', asker)
-    for _, p in ipairs(redis.call('ZRANGEBYSCORE', P .. ':hungry', '-inf', mine and ('(' .. mine) or '+inf')) do
-      if tonumber(redis.call('HGET', P .. ':hungry_at', p) or '0') < now - 2 * turn_seconds then
-        redis.call('ZREM', P .. ':hungry', p)
-        redis.call('HDEL', P .. ':hungry_at', p)
-      elseif p ~= asker then
-        hungrier_found = true
-        break
-      end
-    end
+    local first = redis.call('ZRANGEBYSCORE', P .. ':hungry', '-inf', mine and ('(' .. mine) or '+inf', 'LIMIT', 0, 1)
+    hungrier_found = #first > 0
   end
   return hungrier_found
 end
@@ -247,14 +237,22 @@ local function others_turn(d)
   return true
 end
 
+-- A process that has not asked for twice the turn time is gone (stopped, paused, ended): forgotten.
+local function forget_gone_askers()
+  local gone = redis.call('ZRANGEBYSCORE', P .. ':hungry_at', '-inf', '(' .. fmt(now - 2 * turn_seconds))
+  if #gone > 0 then
+    redis.call('ZREM', P .. ':hungry', unpack(gone))
+    redis.call('ZREM', P .. ':hungry_at', unpack(gone))
+  end
+end
+
 local function note_hunger(got)
-  if not asker then return end
   if got then
     redis.call('ZREM', P .. ':hungry', asker)
-    redis.call('HDEL', P .. ':hungry_at', asker)
+    redis.call('ZREM', P .. ':hungry_at', asker)
   else
     redis.call('ZADD', P .. ':hungry', 'NX', fmt(now), asker)
-    redis.call('HSET', P .. ':hungry_at', asker, fmt(now))
+    redis.call('ZADD', P .. ':hungry_at', fmt(now), asker)
   end
 end
 
@@ -366,11 +364,14 @@ elseif op == 'pop' then
   local lead = num(ARGV[9], 0)
   local out = {}
   local refill_below = num(ARGV[11], 0)
-  if ARGV[12] and ARGV[12] ~= '' then asker, turn_seconds = ARGV[12], num(ARGV[13], 0) end
+  if ARGV[12] and ARGV[12] ~= '' and num(ARGV[13], 0) > 0 then
+    asker, turn_seconds = ARGV[12], num(ARGV[13], 0)
+    forget_gone_askers()
+  end
   for _ = 1, tonumber(ARGV[8]) do
     if not pop_one(out, lead, refill_below) then break end
   end
-  note_hunger(#out > 0)
+  if asker then note_hunger(#out > 0) end
   local answer = {fmt(now)}
   for _, data in ipairs(redis.call('LRANGE', P .. ':dead_new', 0, 9)) do
     redis.call('LPOP', P .. ':dead_new')
@@ -429,8 +430,20 @@ elseif op == 'renew' then
 elseif op == 'try_reserve' then
   -- ARGV[8], ARGV[9]: domain, holder; ARGV[10] as pop's. For requests this process keeps (sitemap discovery).
   local d = ARGV[8]
-  if not crawl_marked(ARGV[10]) or not can_start(d, ARGV[9]) then return false end
+  if not crawl_marked(ARGV[10]) or not can_start(d) then return false end
   local reservation = reserve(d, ARGV[9])
+  refresh(d)
+  return reservation
+
+elseif op == 'reslot' then
+  -- ARGV[8..10] as try_reserve's: a fresh slot for a handed-out request that did not leave on its
+  -- own in time (``download/held_slot.py``). Its share of the concurrency is its own still when
+  -- its holder is in flight; gone (its lease expired), it takes one as any request does.
+  local d, holder = ARGV[8], ARGV[9]
+  holders(d)  -- an expired hold is not the holder's any more
+  local holding = redis.call('ZSCORE', inflight_key(d), holder) ~= false
+  if not crawl_marked(ARGV[10]) or not can_start(d, holding) then return false end
+  local reservation = reserve(d, holder)
   refresh(d)
   return reservation
 

@@ -113,6 +113,7 @@ DOMAIN_OPERATIONS = frozenset(
     {
         "push",
         "try_reserve",
+        "reslot",
         "rehold",
         "sent",
         "unreserve",
@@ -390,11 +391,12 @@ class FrontierStore:
         return [as_text(run) for run in self.in_every_shard("spill_run", claimant)]
 
     # --- domain slots ------------------------------------------------------------------------
-    def try_reserve_arguments(self, domain: str, holder: str) -> list[Any]:
-        return ["try_reserve", domain, holder, int(self.begun)]
+    def try_reserve_arguments(self, domain: str, holder: str, *, stale: bool = False) -> list[Any]:
+        """``stale``: for a handed-out request whose slot went stale before it left (``reslot``)."""
+        return ["reslot" if stale else "try_reserve", domain, holder, int(self.begun)]
 
-    def try_reserve(self, domain: str, holder: str) -> str | None:
-        answer = self.call(*self.try_reserve_arguments(domain, holder))
+    def try_reserve(self, domain: str, holder: str, *, stale: bool = False) -> str | None:
+        answer = self.call(*self.try_reserve_arguments(domain, holder, stale=stale))
         return as_text(answer) if answer else None
 
     def sent(self, domain: str, ago: float = 0.0) -> float:

@@ -29,6 +29,7 @@ from crawler.identity import InvalidURL, UrlNormalizer
 from crawler.identity.crawls import crawl_id
 from crawler.items import PageItem
 from crawler.outcomes import OutcomeRecorder
+from crawler.politeness.slots import LEAVE_AT
 from crawler.recrawl.schedule import RevisitPolicy, RevisitSchedule
 from crawler.recrawl.stored import StoredPage, StoredPages, history_of
 from crawler.recrawl.waiting_reads import WaitingReads
@@ -375,9 +376,9 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
         return page.links
 
     async def page_failed(self, failure: Failure) -> AsyncIterator[PageItem | Request]:
-        if failure.check(NotSent) and self.services.shared:
-            # Another process of the crawl fetches it once its domain is resumed: no row, and
-            # its lease goes back with this job's other unfinished requests.
+        if failure.check(NotSent) and LEAVE_AT in failure.request.meta:
+            # Handed out by the shared frontier, it went back there (``request_not_sent``):
+            # another process of the crawl fetches it; no row.
             return
         item = self.recorder.failed(failure, failure.request)
         if _never_sent(failure, item):

@@ -55,12 +55,11 @@ async def forget_crawl(backend: StorageBackend, crawl: str) -> int:
 
 
 async def spilled_urls(backend: StorageBackend, crawl: str | None, limit: int, offset: int) -> list[dict[str, Any]]:
-    """The requests spilled by ``crawl`` (every crawl if None), crawl by crawl, domain by domain,
-    highest priority first, as the API lists queued URLs."""
+    """The requests spilled by ``crawl`` (every crawl if None), as the API lists queued URLs, in
+    the order they were spilled (the primary key's: no sort of the whole table per page)."""
     where, arguments = ("WHERE crawl_id = ? ", [crawl]) if crawl is not None else ("", [])
     rows = await backend.execute(
-        f"SELECT crawl_id, domain, priority, request FROM frontier_spill {where}"
-        "ORDER BY crawl_id, domain, priority DESC, id LIMIT ? OFFSET ?",
+        f"SELECT crawl_id, domain, priority, request FROM frontier_spill {where}ORDER BY id LIMIT ? OFFSET ?",
         (*arguments, limit, offset),
     )
     return [
