@@ -274,7 +274,7 @@ local function pop_one(out, lead, refill_below)
     local k = dkey(d)
     local pending_robots = robots_pending(redis.call('HGET', k, 'robots_until'))
     local available = score <= now or (score <= now + lead and not pending_robots and only_delay_left(d))
-    if available and not (not pending_robots and others_turn(d)) then
+    if available and (pending_robots or not others_turn(d)) then  -- robots.txt claims take no turns
       if pending_robots then
         -- The domain's robots.txt comes first, fetched once for all processes on the domain's slot.
         redis.call('HSET', k, 'robots_claim', fmt(now + lease_seconds))  -- a dead fetcher's claim expires
@@ -427,21 +427,17 @@ elseif op == 'renew' then
   end
   return renewed
 
-elseif op == 'try_reserve' then
-  -- ARGV[8], ARGV[9]: domain, holder; ARGV[10] as pop's. For requests this process keeps (sitemap discovery).
-  local d = ARGV[8]
-  if not crawl_marked(ARGV[10]) or not can_start(d) then return false end
-  local reservation = reserve(d, ARGV[9])
-  refresh(d)
-  return reservation
-
-elseif op == 'reslot' then
-  -- ARGV[8..10] as try_reserve's: a fresh slot for a handed-out request that did not leave on its
-  -- own in time (``download/held_slot.py``). Its share of the concurrency is its own still when
-  -- its holder is in flight; gone (its lease expired), it takes one as any request does.
+elseif op == 'try_reserve' or op == 'reslot' then
+  -- ARGV[8], ARGV[9]: domain, holder; ARGV[10] as pop's. ``try_reserve``: for requests this
+  -- process keeps (sitemap discovery). ``reslot``: a fresh slot for a handed-out request that did
+  -- not leave on its own in time (``download/held_slot.py``); its share of the concurrency is its
+  -- own still while its holder is in flight, and gone (its lease expired) it takes one as any does.
   local d, holder = ARGV[8], ARGV[9]
-  holders(d)  -- an expired hold is not the holder's any more
-  local holding = redis.call('ZSCORE', inflight_key(d), holder) ~= false
+  local holding = false
+  if op == 'reslot' then
+    holders(d)  -- an expired hold is not the holder's any more
+    holding = redis.call('ZSCORE', inflight_key(d), holder) ~= false
+  end
   if not crawl_marked(ARGV[10]) or not can_start(d, holding) then return false end
   local reservation = reserve(d, holder)
   refresh(d)
