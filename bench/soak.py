@@ -11,7 +11,8 @@ re-crawl of the pages due again (``--recrawl-interval``). ``scrapy serve`` runs 
 polled like a dashboard and scraped like Prometheus; ``scrapy prune`` runs on a schedule with
 short retention. Faults come on a schedule (``bench/soak_schedule.py``), each several times in
 long runs. The invariants (``bench/soak_checks.py``) are checked every ``CHECK_EVERY`` seconds
-from nginx's log, with the crawler's request log beside it, and from the database; processes
+from nginx's log, with the crawler's request log (and its departure log, which a killed
+worker's stamps outlive) beside it, and from the database; processes
 are sampled every minute. The last line prints every figure as ``name=value``; the exit status
 is 1 when an invariant was broken.
 """
@@ -29,6 +30,7 @@ from pathlib import Path
 from bench.realweb import exit_on_sigterm
 from bench.soak_api import ApiWatch
 from bench.soak_db import SoakDatabase
+from bench.soak_departures import DepartureStamps
 from bench.soak_processes import Backends, Prune, Serve, Workers, signal_pid
 from bench.soak_report import Report, Sampler
 from bench.soak_schedule import Durations, Fault, plan
@@ -72,6 +74,7 @@ class Soak:
         self.web = SoakWeb(args.hosts)
         self.backends = Backends(folder)
         self.token = secrets.token_hex(16)
+        self.departure_log = folder / "departures.log"
 
     def clock(self) -> float:
         return time.time() - self.started
@@ -92,6 +95,7 @@ class Soak:
             "CRAWLER_RECRAWL_INITIAL_INTERVAL": f"{self.interval:g}",
             "CRAWLER_RECRAWL_MAX_INTERVAL": f"{self.interval * 1.5:g}",
             "CRAWLER_UNSAVED_ROWS_DIR": str(self.folder),
+            "CRAWLER_DEPARTURE_LOG": str(self.departure_log),
             "LOG_LEVEL": "INFO",
         }
 
@@ -119,7 +123,7 @@ class Soak:
         )
         workers = Workers(command, self.folder, WORKERS, self.clock)
         database = SoakDatabase(self.backends.postgres.url, self.web.port)
-        watch = Watch.of(self.web, database, self.interval)
+        watch = Watch.of(self.web, database, DepartureStamps(self.departure_log, self.web.port), self.interval)
         shared = {"DATABASE_URL": self.backends.crawl_database_url, "REDIS_URL": self.backends.redis.url}
         token_file = self.folder / "metrics.token"  # a file: a token on a command line is seen by anyone's ps
         token_file.write_text(self.token + "\n")

@@ -62,6 +62,15 @@ class Sampler:
         except psycopg.Error:
             pass  # the database is down: a gap in the series
 
+    def worker_peaks(self, split: float) -> tuple[float | None, float | None]:
+        """The highest RSS of the workers started before ``split`` and of those started after."""
+        before: list[float] = []
+        after: list[float] = []
+        for name, samples in self.processes.items():
+            if name.startswith("worker"):
+                (before if self.born[name] < split else after).extend(s.rss_mb for s in samples)
+        return max(before, default=None), max(after, default=None)
+
     def slopes(self, seconds: float, figure: str) -> dict[str, float]:
         """Per process that lived long enough after the warm-up, the slope of ``figure`` per hour."""
         warm_up = min(WARM_UP, seconds / 3)
@@ -208,11 +217,16 @@ class Report:
         print(f"  worker processes {len(self.workers.incarnations)}, exit statuses {dict(exits)}")
         largest = max(rss, key=lambda name: rss[name], default=None)
         peak = max((s.rss_mb for samples in self.sampler.processes.values() for s in samples), default=0.0)
+        # Workers live one crawl each: a leak that outlives a crawl shows as later crawls' workers
+        # peaking higher than the first ones.
+        first_half, second_half = self.sampler.worker_peaks(seconds / 2)
         db_connections = self.sampler.connections
         return {
             "rss_slope_mb_per_hour": rss.get(largest) if largest else None,
             "rss_slope_process": largest,
             "rss_max_mb": peak,
+            "worker_rss_peak_first_half_mb": first_half,
+            "worker_rss_peak_second_half_mb": second_half,
             "fd_slope_per_hour": max(fds.values(), default=None),
             "fd_max": max((s.fds for samples in self.sampler.processes.values() for s in samples), default=0),
             "connections_slope_per_hour": max(connections.values(), default=None),

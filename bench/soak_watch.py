@@ -2,7 +2,8 @@
 request judged once it is old enough that every earlier start of its host has been logged, and
 the pairs the server's view cannot settle judged with the crawler's stamps once they are
 stored (a database outage delays them; a pair still without stamps after ``STAMP_PATIENCE``
-counts against the crawler)."""
+counts against the crawler). A request whose row died with a killed worker is stamped from the
+workers' departure log instead."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 
 from bench.soak_checks import BlockCheck, DuplicateCheck, Pair, SpacingCheck, judge_gap, judge_hit
 from bench.soak_db import SoakDatabase
+from bench.soak_departures import DepartureStamps
 from bench.soak_web import RETRY_AFTER, SoakRequest, SoakWeb
 
 SETTLED = 90.0
@@ -32,6 +34,7 @@ class Waiting:
 class Watch:
     web: SoakWeb
     database: SoakDatabase
+    departures: DepartureStamps
     spacing: SpacingCheck
     duplicates: DuplicateCheck
     blocks: BlockCheck
@@ -45,10 +48,11 @@ class Watch:
     _waiting: list[Waiting] = field(default_factory=list)
 
     @classmethod
-    def of(cls, web: SoakWeb, database: SoakDatabase, interval: float) -> Watch:
+    def of(cls, web: SoakWeb, database: SoakDatabase, departures: DepartureStamps, interval: float) -> Watch:
         return cls(
             web,
             database,
+            departures,
             SpacingCheck(web.delay),
             DuplicateCheck(interval),
             BlockCheck(RETRY_AFTER, frozenset(web.roles["limited_429"])),
@@ -73,7 +77,10 @@ class Watch:
         if not self._waiting:
             return
         served = [request for waiting in self._waiting for request in (waiting.pair.first, waiting.pair.second)]
-        stamps = self.database.stamps(served)
+        stamps = [
+            stamp or self.departures.stamp(request)
+            for request, stamp in zip(served, self.database.stamps(served), strict=True)
+        ]
         still = []
         for i, waiting in enumerate(self._waiting):
             first, second = stamps[2 * i], stamps[2 * i + 1]

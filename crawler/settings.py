@@ -327,6 +327,7 @@ CRAWLER_REACTOR_HEARTBEAT_SECONDS = 0.0
 CRAWLER_HEARTBEAT_SECONDS = 5.0
 CRAWLER_DOMAIN_STATE = True
 CRAWLER_REQUEST_LOG = True
+CRAWLER_DEPARTURE_LOG = ""
 CRAWLER_CONTROL_POLL_SECONDS = 2.0
 CRAWLER_INBOX = True
 # --- scrapy serve: the API, dashboard and metrics ---------------------------------------------

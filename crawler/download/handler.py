@@ -5,7 +5,9 @@
   (``crawler.download.gate``, as over HTTP/2);
 - each request stamped when its bytes left (``crawler.download.departures``): the departure
   time (``request_sent_at``) and the delay in force (``delay_in_force``) go into its meta and
-  the domain limiter is told (``sent``), so a domain's next request counts from then.
+  the domain limiter is told (``sent``), so a domain's next request counts from then; with
+  ``CRAWLER_DEPARTURE_LOG``, the departure is also appended to that file at once
+  (``crawler.download.departure_log``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from scrapy.http import Response
 from twisted.web.client import HTTPConnectionPool
 
 from crawler.compat import set_protocol_factory, use_connection_pool
+from crawler.download.departure_log import DepartureLog
 from crawler.download.departures import SentReportingPool
 from crawler.download.gate import DepartureGate
 from crawler.http.header_limits import BoundedHTTP11ClientFactory, HeaderLimits
@@ -35,6 +38,7 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
 
         self.gate = DepartureGate(crawler)
         self.limiter = self.gate.limiter
+        self._departure_log = DepartureLog.from_settings(crawler.settings)
         settings = crawler.settings
         limits = HeaderLimits(settings.getint("CRAWLER_MAX_HEADER_BYTES"), settings.getint("CRAWLER_MAX_HEADERS"))
         self._sending = SentReportingPool(reactor, self._sent)
@@ -53,10 +57,17 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
         self._sending.sending = request
         return await super().download_request(request)
 
+    async def close(self) -> None:
+        await super().close()
+        if self._departure_log is not None:
+            self._departure_log.close()
+
     def _sent(self, request: Request) -> None:
         limiter = self.limiter
         sent_at = request.meta[SENT_AT] = limiter.clock()
         logger.debug("Sent at %.6f: %s", sent_at, request)
+        if self._departure_log is not None:
+            self._departure_log.departed(sent_at, request.url)
         domain = request.meta.get(DOMAIN)
         if domain is not None:
             request.meta[DELAY_IN_FORCE] = limiter.sent(domain)
