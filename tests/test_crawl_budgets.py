@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from crawler.exitcodes import JOB_FAILED
@@ -125,3 +127,17 @@ def test_a_long_429_streak_at_the_maximum_delay_cancels_the_job(web: TestWeb, da
     assert 3 <= len(refused) <= 4
     (home,) = [row for url, row in database.pages().items() if url == web.url("refusing")]
     assert home["status"] in ("skipped", "error")
+
+
+def test_the_page_budget_keeps_a_page_for_every_seed(web: TestWeb, database: Database, tmp_path: Path) -> None:
+    web.clear()
+    # Scrapy takes start requests as it has room for them, so the first seeds' pages are parsed
+    # while later seeds wait; each page links to 200 pages that are not seeds.
+    seeds = [web.url("heavy", f"/doc/{n}") for n in range(200, 260)]
+    listed = tmp_path / "seeds.txt"
+    listed.write_text("".join(f"{seed}\n" for seed in seeds))
+    crawl("links", database, seeds_file=str(listed), max_pages=str(len(seeds)))
+    requested = {web.url("heavy", e.path) for e in web.log("heavy") if e.path != "/robots.txt"}
+    assert requested == set(seeds)
+    skipped = [row for row in database.pages().values() if row["status"] == "skipped"]
+    assert skipped and all(row["url"] not in seeds for row in skipped)

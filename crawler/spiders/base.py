@@ -120,6 +120,8 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
         self.seen: set[str] = set()
         self.pages_scheduled = 0
         """Requests that may download a page: a 304 gives its share of the budget back."""
+        self.seeds_unplanned: set[str] = set()
+        """Seeds not planned yet, each keeping a page of the budget from discovered links."""
         self.over_budget: dict[str, Candidate] = {}
         """URLs refused for the budget, taken up again when a 304 gives budget back (at most
         every URL the job discovers, as ``seen``)."""
@@ -167,8 +169,10 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
             if request is not None:
                 yield request
 
-    def budget_left(self) -> bool:
-        return not self.max_pages or self.pages_scheduled < self.max_pages
+    def budget_left(self, seed: bool = False) -> bool:
+        """Whether a page of the budget is left: for a discovered URL, one no seed waits for."""
+        kept = 0 if seed else len(self.seeds_unplanned)
+        return not self.max_pages or self.pages_scheduled + kept < self.max_pages
 
     def page_request(
         self,
@@ -184,7 +188,7 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
         copy if there is one; for a discovered URL whose extension is never fetched (``.pdf``,
         ``.zip``) or that a trap rule refuses, its ``filtered`` row, outside the budget as
         nothing is downloaded; None otherwise."""
-        if url in self.seen or not self.budget_left():
+        if url in self.seen or not self.budget_left(seed=via == "seed"):
             return None
         self.seen.add(url)
         refusal = None if via == "seed" else self._refusal(url)
@@ -232,10 +236,13 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
                 candidate = pending.popleft()
                 if candidate.url not in self.seen:
                     batch.setdefault(candidate.url, candidate)
+                else:
+                    self.seeds_unplanned.discard(candidate.url)  # planned from a page's links meanwhile
             stored = await self._stored_pages(batch)
             not_due: list[Candidate] = []
             found: dict[str, list[Request]] = {}
             async for candidate in in_turns(batch.values()):
+                self.seeds_unplanned.discard(candidate.url)
                 if candidate.url in self.seen:  # scheduled while the stored state was read or built
                     continue
                 page = stored.get(candidate.url)
@@ -243,7 +250,7 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
                     self.seen.add(candidate.url)
                     self.crawler.stats.inc_value("recrawl/not_due")
                     not_due.append(candidate)
-                elif not self.budget_left():
+                elif not self.budget_left(seed=candidate.via == "seed"):
                     # Kept, not dropped: a 304 of a request in flight may give budget back.
                     self.crawler.stats.inc_value("links/over_budget")
                     self.over_budget.setdefault(candidate.url, candidate)

@@ -24,7 +24,11 @@ class LinksSpider(BaseCrawlSpider):
         self.follow_canonical = settings.getbool("CRAWLER_FOLLOW_CANONICAL")
 
     async def start(self) -> AsyncIterator[Any]:
-        async for request in self.plan(Candidate(url, 0, "seed") for url in self.seed_urls()):
+        # Scrapy takes start requests as it has room for them: the links of the first seeds'
+        # pages are planned while later seeds wait, and would take their share of the budget.
+        seeds = list(dict.fromkeys(self.seed_urls()))
+        self.seeds_unplanned.update(seeds)
+        async for request in self.plan(Candidate(url, 0, "seed") for url in seeds):
             yield request
 
     def followed_links(self, item: PageItem, page: PageData) -> list[str]:
