@@ -3,11 +3,13 @@ frontier in the process and shared through Redis."""
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime
 
 import pytest
 
+from crawler import settings as default_settings
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
 
@@ -165,3 +167,15 @@ def test_a_delay_following_the_latency_logs_its_moves_at_debug_only(web: TestWeb
     moves = [line for line in result.stderr.splitlines() if "Pacing of" in line and " after success:" in line]
     # The delay follows each answer's latency (50 ms): a line each time, none of them at INFO.
     assert len(moves) >= 5 and all("] DEBUG: " in line for line in moves), moves[:3]
+
+
+def test_a_crawl_without_the_robots_middleware_does_not_wait_for_robots_txt(
+    web: TestWeb, database: Database, frontier: dict[str, str]
+) -> None:
+    web.clear()
+    middlewares = {**default_settings.DOWNLOADER_MIDDLEWARES, "crawler.middlewares.robots.RobotsMiddleware": None}
+    switched_off = {"DOWNLOADER_MIDDLEWARES": json.dumps(middlewares)}
+    crawl("links", database, url=web.url("fast"), settings={**frontier, **switched_off}, timeout=60)
+    requested = {e.path for e in web.log("fast")}
+    assert "/robots.txt" not in requested
+    assert "/private/page" in requested  # what robots.txt refuses: nothing read it

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scrapy.settings import BaseSettings
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.misc import load_object
 
 from crawler.politeness.policy import DomainState, Policy, PolicyConfig
 from crawler.redis import redis_enabled
@@ -13,6 +15,24 @@ from crawler.storage import is_postgres
 
 if TYPE_CHECKING:
     from crawler.redis.store import FrontierConfig
+
+ROBOTS_MIDDLEWARE = "crawler.middlewares.robots.RobotsMiddleware"
+
+
+def robots_obeyed(settings: BaseSettings) -> bool:
+    """``ROBOTSTXT_OBEY``, where the robots middleware (or a subclass of it) is enabled to fetch
+    the rules: with it switched off nothing does, and a frontier that held each domain for its
+    robots.txt would hold it for ever."""
+    if not settings.getbool("ROBOTSTXT_OBEY"):
+        return False
+    enabled = build_component_list(settings.getwithbase("DOWNLOADER_MIDDLEWARES"))
+    if ROBOTS_MIDDLEWARE in enabled:
+        return True
+    for component in enabled:  # a subclass under another name
+        loaded = load_object(component) if isinstance(component, str) else component
+        if any(f"{cls.__module__}.{cls.__qualname__}" == ROBOTS_MIDDLEWARE for cls in getattr(loaded, "__mro__", ())):
+            return True
+    return False
 
 
 def policy_config(settings: BaseSettings) -> PolicyConfig:
@@ -47,7 +67,7 @@ def frontier_config(settings: BaseSettings) -> FrontierConfig:
     return FrontierConfig(
         default_delay=policy.effective_delay(DomainState()),
         default_concurrency=policy.concurrency(DomainState()),
-        robots=settings.getbool("ROBOTSTXT_OBEY"),
+        robots=robots_obeyed(settings),
         lease_seconds=settings.getfloat("CRAWLER_LEASE_SECONDS"),
         max_deliveries=settings.getint("CRAWLER_MAX_DELIVERIES"),
         spill_above=spill_threshold(settings),
