@@ -7,7 +7,10 @@ Three workers crawl the documentation corpus served by nginx on ``--hosts`` loop
 503, a few slow, one that goes down, one slowed to 1 byte a second) through a PostgreSQL and a
 Redis of the soak's own. A worker that ends is started again: a killed one rejoins the crawl,
 and once a crawl has ended (its frontier empty) the same command begins the next one, a
-re-crawl of the pages due again (``--recrawl-interval``). ``scrapy serve`` runs beside them,
+re-crawl of the pages due again (``--recrawl-interval``). A fourth process, the resident, crawls
+a site of its own (``tests/testweb``) for the whole run through the same Redis and PostgreSQL
+(the faults of those reach it; no worker fault does): the memory slope of a crawl process that
+lives hours. ``scrapy serve`` runs beside them,
 polled like a dashboard and scraped like Prometheus; ``scrapy prune`` runs on a schedule with
 short retention. Faults come on a schedule (``bench/soak_schedule.py``), each several times in
 long runs. The invariants (``bench/soak_checks.py``) are checked every ``CHECK_EVERY`` seconds
@@ -37,9 +40,14 @@ from bench.soak_schedule import Durations, Fault, plan
 from bench.soak_watch import Watch
 from bench.soak_web import SoakWeb
 from tests.helpers import free_port, scrapy_command
+from tests.testweb import TestWeb
 
 CHECK_EVERY = 30.0
 WORKERS = 3
+RESIDENT_SITE = "paced:pages=8000"
+"""The resident's site (``tests/testweb``): 8,000 pages, each linking to five others. At the
+default delay, one a second, it is more than two hours of work, and the URLs the crawl knows
+stop growing after half an hour or so: what the process's memory does after that is its own."""
 IDLE_CLOSE = 15.0
 """Seconds a worker waits on an empty frontier before the crawl ends (and the next begins)."""
 
@@ -100,14 +108,14 @@ class Soak:
         }
 
     def run(self) -> int:
-        with self.web:
+        with self.web, TestWeb({"resident": RESIDENT_SITE}) as resident_web:
             self.backends.start()
             try:
-                return self._run()
+                return self._run(resident_web)
             finally:
                 self.backends.stop()
 
-    def _run(self) -> int:
+    def _run(self, resident_web: TestWeb) -> int:
         seeds = self.folder / "seeds.txt"
         seeds.write_text("".join(self.web.url(address) + "\n" for address in self.web.addresses))
         command = scrapy_command(
@@ -122,6 +130,18 @@ class Soak:
             settings=self.worker_settings(),
         )
         workers = Workers(command, self.folder, WORKERS, self.clock)
+        # One process crawls for the whole run (its own crawl, at the default delay, waiting for
+        # work for ever as a worker does by default): the slope of a process that lives hours.
+        resident_command = scrapy_command(
+            "crawl",
+            "links",
+            "-a",
+            f"url={resident_web.url('resident')}",
+            "-a",
+            "crawl=soak-resident",
+            settings={**self.worker_settings(), "CRAWLER_IDLE_CLOSE_SECONDS": "0"},
+        )
+        resident = Workers(resident_command, self.folder, 1, self.clock, name="resident")
         database = SoakDatabase(self.backends.postgres.url, self.web.port)
         watch = Watch.of(self.web, database, DepartureStamps(self.departure_log, self.web.port), self.interval)
         shared = {"DATABASE_URL": self.backends.crawl_database_url, "REDIS_URL": self.backends.redis.url}
@@ -143,10 +163,12 @@ class Soak:
         done: list[tuple[Fault, float, float, int | None]] = []
         next_check = next_sample = 0.0
         workers.keep_running()
+        resident.keep_running()
         try:
             while self.clock() < self.seconds:
                 now = self.clock()
                 workers.keep_running()
+                resident.keep_running()
                 if serve.process is None and now > 10:
                     serve.start()
                     api.start()
@@ -160,7 +182,7 @@ class Soak:
                     done.append((fault, began, self.clock(), pid))
                 if now >= next_sample:
                     next_sample = now + 60.0
-                    sampler.sample(now, workers, serve, self.backends, self.web)
+                    sampler.sample(now, [workers, resident], serve, self.backends, self.web)
                 if now >= next_check:
                     next_check = now + CHECK_EVERY
                     watch.check()
@@ -172,6 +194,7 @@ class Soak:
                 self._end(fault, workers, pid)
                 done.append((fault, began, self.clock(), pid))
             workers.stop_all()
+            resident.stop_all()
             api.stop()
             serve.stop()
             prune.stop()

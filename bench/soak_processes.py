@@ -4,7 +4,8 @@
   proxy the soak can cut (``tests/blackhole.py``), and a Redis of its own with the persistence
   the README recommends (``appendonly yes``, ``appendfsync everysec``). Never the machine's.
 - ``Workers``: crawl processes of one shared crawl, each started again when it ends (a killed
-  one, or one whose crawl ended: the same command begins the next re-crawl).
+  one, or one whose crawl ended: the same command begins the next re-crawl); also the resident,
+  one process that crawls for the whole run.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class Workers:
     count: int
     clock: object
     """Seconds since the run's start (a callable)."""
+    name: str = "worker"
     incarnations: list[Incarnation] = field(default_factory=list)
     _current: dict[int, Incarnation] = field(default_factory=dict)
     _ended_at: dict[int, float] = field(default_factory=dict)
@@ -109,7 +111,7 @@ class Workers:
                 self._start(slot)
 
     def _start(self, slot: int) -> None:
-        log = self.folder / f"worker-{slot}-{len(self.incarnations)}.log"
+        log = self.folder / f"{self.name}-{slot}-{len(self.incarnations)}.log"
         with log.open("wb") as output:
             process = subprocess.Popen(
                 self.command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, env=crawl_environment()

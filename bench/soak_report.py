@@ -44,8 +44,12 @@ class Sampler:
     connections: list[tuple[float, int]] = field(default_factory=list)
     loads: list[float] = field(default_factory=list)
 
-    def sample(self, now: float, workers: Workers, serve: Serve, backends: Backends, web: SoakWeb) -> None:
-        pids = {f"worker{w.slot}#{w.process.pid}": (w.process.pid, w.started) for w in workers.running()}
+    def sample(self, now: float, groups: list[Workers], serve: Serve, backends: Backends, web: SoakWeb) -> None:
+        pids = {
+            f"{group.name}{w.slot}#{w.process.pid}": (w.process.pid, w.started)
+            for group in groups
+            for w in group.running()
+        }
         if serve.process is not None:
             pids["serve"] = (serve.process.pid, 10.0)
         if backends.redis.process is not None:
@@ -82,6 +86,12 @@ class Sampler:
                 if slope is not None:
                     found[name] = slope
         return found
+
+
+def _of_resident(slopes: dict[str, float]) -> float | None:
+    """The slope of the resident, the one crawl process that lives the whole run (None: it was
+    started again, and no life of it was long enough)."""
+    return max((slope for name, slope in slopes.items() if name.startswith("resident")), default=None)
 
 
 def _figure(taken: ProcessSample, figure: str) -> float:
@@ -227,6 +237,8 @@ class Report:
             "rss_max_mb": peak,
             "worker_rss_peak_first_half_mb": first_half,
             "worker_rss_peak_second_half_mb": second_half,
+            "resident_rss_slope_mb_per_hour": _of_resident(rss),
+            "resident_fd_slope_per_hour": _of_resident(fds),
             "fd_slope_per_hour": max(fds.values(), default=None),
             "fd_max": max((s.fds for samples in self.sampler.processes.values() for s in samples), default=0),
             "connections_slope_per_hour": max(connections.values(), default=None),
