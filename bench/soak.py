@@ -83,6 +83,8 @@ class Soak:
         self.backends = Backends(folder)
         self.token = secrets.token_hex(16)
         self.departure_log = folder / "departures.log"
+        self.departure_log.unlink(missing_ok=True)  # a folder kept from an earlier run
+        self.departures = DepartureStamps(self.departure_log, self.web.port)
 
     def clock(self) -> float:
         return time.time() - self.started
@@ -143,7 +145,7 @@ class Soak:
         )
         resident = Workers(resident_command, self.folder, 1, self.clock, name="resident")
         database = SoakDatabase(self.backends.postgres.url, self.web.port)
-        watch = Watch.of(self.web, database, DepartureStamps(self.departure_log, self.web.port), self.interval)
+        watch = Watch.of(self.web, database, self.departures, self.interval)
         shared = {"DATABASE_URL": self.backends.crawl_database_url, "REDIS_URL": self.backends.redis.url}
         token_file = self.folder / "metrics.token"  # a file: a token on a command line is seen by anyone's ps
         token_file.write_text(self.token + "\n")
@@ -206,6 +208,8 @@ class Soak:
         pid = None
         if fault.kind == "worker_killed":
             pid = workers.signal(fault.target, signal.SIGKILL)
+            if pid is not None:
+                self.departures.killed.add(pid)
         elif fault.kind == "worker_stopped":
             pid = workers.signal(fault.target, signal.SIGSTOP)
         elif fault.kind == "redis_restarted":

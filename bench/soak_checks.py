@@ -65,6 +65,12 @@ class SpacingCheck:
         return short
 
 
+def nearest(times: list[float], to: float) -> float | None:
+    """The one of ``times`` nearest to ``to`` (a server's reading of a request: the crawler's
+    stamp of it is the one of its URL closest in time); None of none."""
+    return min(times, key=lambda at: abs(at - to), default=None)
+
+
 def judge_gap(pair: Pair, first: Stamp, second: Stamp) -> str:
     """``late_read`` when the crawler left the delay whole, else ``violation``."""
     return "late_read" if second.departed - first.departed >= pair.bound - TOLERANCE else "violation"

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 import psycopg
 
 from bench.realweb import ServedRequest
-from bench.soak_checks import Stamp
+from bench.soak_checks import Stamp, nearest
 
 TABLES = (
     "pages",
@@ -49,8 +49,9 @@ class SoakDatabase:
                         served.start + window,
                     ),
                 ).fetchall()
-                nearest = min(rows, key=lambda row: abs(row[0] - served.start), default=None)
-                found.append(None if nearest is None else Stamp(nearest[0], nearest[1]))
+                ended = dict(rows)
+                departed = nearest(list(ended), served.start)
+                found.append(None if departed is None else Stamp(departed, ended[departed]))
         return found
 
     def table_rows(self) -> dict[str, int]:

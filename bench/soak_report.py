@@ -67,12 +67,10 @@ class Sampler:
             pass  # the database is down: a gap in the series
 
     def worker_peaks(self, split: float) -> tuple[float | None, float | None]:
-        """The highest RSS of the workers started before ``split`` and of those started after."""
-        before: list[float] = []
-        after: list[float] = []
-        for name, samples in self.processes.items():
-            if name.startswith("worker"):
-                (before if self.born[name] < split else after).extend(s.rss_mb for s in samples)
+        """The highest RSS of the workers sampled before ``split`` and after."""
+        samples = [s for name, taken in self.processes.items() if name.startswith("worker") for s in taken]
+        before = [s.rss_mb for s in samples if s.at < split]
+        after = [s.rss_mb for s in samples if s.at >= split]
         return max(before, default=None), max(after, default=None)
 
     def slopes(self, seconds: float, figure: str) -> dict[str, float]:
@@ -194,6 +192,7 @@ class Report:
         return {
             "violations": watch.outcomes["gap/violation"] + watch.outcomes["gap/unstamped"],
             "short_gaps_late_read": watch.outcomes["gap/late_read"],
+            "short_gaps_late_read_by_departure_log": watch.outcomes["gap/late_read_by_departure_log"],
             "gaps": watch.spacing.gaps,
             "duplicates_within_leases": len(watch.duplicate_pairs) - beyond,
             "duplicates_beyond_leases": beyond,
@@ -227,8 +226,8 @@ class Report:
         print(f"  worker processes {len(self.workers.incarnations)}, exit statuses {dict(exits)}")
         largest = max(rss, key=lambda name: rss[name], default=None)
         peak = max((s.rss_mb for samples in self.sampler.processes.values() for s in samples), default=0.0)
-        # Workers live one crawl each: a leak that outlives a crawl shows as later crawls' workers
-        # peaking higher than the first ones.
+        # Workers live one crawl each: a leak that outlives a crawl shows as the second half's
+        # workers peaking higher than the first half's.
         first_half, second_half = self.sampler.worker_peaks(seconds / 2)
         db_connections = self.sampler.connections
         return {

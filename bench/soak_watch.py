@@ -77,13 +77,13 @@ class Watch:
         if not self._waiting:
             return
         served = [request for waiting in self._waiting for request in (waiting.pair.first, waiting.pair.second)]
-        stamps = [
-            stamp or self.departures.stamp(request)
-            for request, stamp in zip(served, self.database.stamps(served), strict=True)
+        stored = self.database.stamps(served)
+        logged = [
+            None if stamp else self.departures.stamp(request) for request, stamp in zip(served, stored, strict=True)
         ]
         still = []
         for i, waiting in enumerate(self._waiting):
-            first, second = stamps[2 * i], stamps[2 * i + 1]
+            first, second = stored[2 * i] or logged[2 * i], stored[2 * i + 1] or logged[2 * i + 1]
             if first is None or second is None:
                 if final or time.time() - waiting.since > STAMP_PATIENCE:
                     self._settle(waiting, "unstamped")
@@ -91,7 +91,10 @@ class Watch:
                     still.append(waiting)
                 continue
             judge = judge_gap if waiting.kind == "gap" else judge_hit
-            self._settle(waiting, judge(waiting.pair, first, second))
+            outcome = judge(waiting.pair, first, second)
+            if outcome != "violation" and (logged[2 * i] or logged[2 * i + 1]):
+                outcome += "_by_departure_log"  # counted apart: a killed worker's stamps
+            self._settle(waiting, outcome)
         self._waiting = still
 
     def _settle(self, waiting: Waiting, outcome: str) -> None:

@@ -21,15 +21,15 @@ from typing import Any
 
 from scrapy import Request
 from twisted.internet.defer import Deferred
-from twisted.web.client import HTTPConnectionPool
 
 from crawler.compat import holds_unsent_bytes, intercept_reconnect
+from crawler.download.idle_pool import IdleBoundedPool
 
 _RECHECK_SECONDS = 0.001
 """How soon a stamp looks again at a connection whose buffers still hold the request."""
 
 
-class SentReportingPool(HTTPConnectionPool):
+class SentReportingPool(IdleBoundedPool):
     """A connection pool that reports when the request it connects for has been sent.
 
     ``sending`` names the Scrapy request of the next ``getConnection`` call: Twisted's agent

@@ -7,7 +7,8 @@
   time (``request_sent_at``) and the delay in force (``delay_in_force``) go into its meta and
   the domain limiter is told (``sent``), so a domain's next request counts from then; with
   ``CRAWLER_DEPARTURE_LOG``, the departure is also appended to that file at once
-  (``crawler.download.departure_log``).
+  (``crawler.download.departure_log``);
+- at most ``CRAWLER_MAX_IDLE_CONNECTIONS`` idle connections kept in all (``crawler.download.idle_pool``).
 """
 
 from __future__ import annotations
@@ -38,10 +39,11 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
 
         self.gate = DepartureGate(crawler)
         self.limiter = self.gate.limiter
-        self._departure_log = DepartureLog.from_settings(crawler.settings)
+        self._departure_log = DepartureLog.from_crawler(crawler)
         settings = crawler.settings
         limits = HeaderLimits(settings.getint("CRAWLER_MAX_HEADER_BYTES"), settings.getint("CRAWLER_MAX_HEADERS"))
         self._sending = SentReportingPool(reactor, self._sent)
+        self._sending.max_idle = settings.getint("CRAWLER_MAX_IDLE_CONNECTIONS")
         set_protocol_factory(self._sending, partial(BoundedHTTP11ClientFactory, limits=limits))
 
         def reporting(stock: HTTPConnectionPool) -> SentReportingPool:
@@ -58,16 +60,18 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
         return await super().download_request(request)
 
     async def close(self) -> None:
-        await super().close()
-        if self._departure_log is not None:
-            self._departure_log.close()
+        try:
+            await super().close()
+        finally:
+            if self._departure_log is not None:
+                self._departure_log.close()
 
     def _sent(self, request: Request) -> None:
         limiter = self.limiter
         sent_at = request.meta[SENT_AT] = limiter.clock()
         logger.debug("Sent at %.6f: %s", sent_at, request)
-        if self._departure_log is not None:
-            self._departure_log.departed(sent_at, request.url)
         domain = request.meta.get(DOMAIN)
         if domain is not None:
             request.meta[DELAY_IN_FORCE] = limiter.sent(domain)
+        if self._departure_log is not None:
+            self._departure_log.departed(sent_at, request.url)

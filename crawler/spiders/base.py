@@ -229,7 +229,8 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
         pending = deque(candidates)
         while pending or (self.over_budget and self.budget_left()):
             if not pending:
-                pending.extend(self.over_budget.values())
+                # Seeds first, as when they were planned the first time.
+                pending.extend(sorted(self.over_budget.values(), key=lambda candidate: candidate.via != "seed"))
                 self.over_budget.clear()
             batch: dict[str, Candidate] = {}
             while pending and len(batch) < QUERY_SIZE:

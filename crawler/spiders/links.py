@@ -28,8 +28,11 @@ class LinksSpider(BaseCrawlSpider):
         # pages are planned while later seeds wait, and would take their share of the budget.
         seeds = list(dict.fromkeys(self.seed_urls()))
         self.seeds_unplanned.update(seeds)
-        async for request in self.plan(Candidate(url, 0, "seed") for url in seeds):
-            yield request
+        try:
+            async for request in self.plan(Candidate(url, 0, "seed") for url in seeds):
+                yield request
+        finally:
+            self.seeds_unplanned.clear()  # planning cut short (an error) keeps no page for ever
 
     def followed_links(self, item: PageItem, page: PageData) -> list[str]:
         if self.respect_nofollow and page.robots.nofollow:
