@@ -35,6 +35,8 @@ class Run:
     pages: int
     wall: float
     cpu: float
+    most_files: int = 0
+    """The most files (sockets among them) the crawl held open at once, sampled twice a second."""
 
     @property
     def pages_per_second(self) -> float:
@@ -57,15 +59,28 @@ def measure(name: str, command: list[str], cwd: Path, pages: Callable[[], int], 
     compileall.compile_file(ROOT / "bench" / "stock_crawlspider.py", quiet=1)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    result = subprocess.run(
-        command, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(project)}
-    )
-    wall = time.monotonic() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if result.returncode != 0:
-        raise SystemExit(f"{name} failed:\n{result.stderr[-3000:]}")
+    most_files = 0
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(
+            command, cwd=cwd, stdout=output, stderr=output, env={**os.environ, "PYTHONPATH": str(project)}
+        )
+        while process.poll() is None:
+            most_files = max(most_files, _open_files(process.pid))
+            time.sleep(0.5)
+        wall = time.monotonic() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if process.returncode != 0:
+            output.seek(0)
+            raise SystemExit(f"{name} failed:\n{output.read().decode(errors='replace')[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Run(name, pages(), wall, cpu)
+    return Run(name, pages(), wall, cpu, most_files)
+
+
+def _open_files(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:  # it ended meanwhile
+        return 0
 
 
 def print_run(i: int, r: Run) -> None:

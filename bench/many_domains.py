@@ -112,7 +112,8 @@ def measure_variant(robots: str, projects: dict[str, Path], args: argparse.Names
                         runs[name].append(run)
                     print(
                         f"run {n + 1} {name:10} robots.txt {robots:6} {mode:8} {run.pages:6d} pages  "
-                        f"{run.wall:7.1f} s  {run.cpu:7.1f} s CPU  {run.cpu_ms_per_page:6.2f} ms/page"
+                        f"{run.wall:7.1f} s  {run.cpu:7.1f} s CPU  {run.cpu_ms_per_page:6.2f} ms/page  "
+                        f"{run.most_files:5d} files open at most"
                         + ("" if complete else f"  INCOMPLETE: {len(urls)} seeded, left out of the medians"),
                         flush=True,
                     )

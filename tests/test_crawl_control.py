@@ -63,6 +63,34 @@ def _host(web: TestWeb, label: str) -> str:
     return web.base(label).split("//")[1]
 
 
+def test_a_job_whose_page_budget_is_spent_leaves_the_inbox_s_urls_for_another(
+    web: TestWeb, database: Database, tmp_path: Path
+) -> None:
+    web.clear()
+    settings = {"CRAWLER_DEFAULT_DELAY": "0.3", "CRAWLER_CONTROL_POLL_SECONDS": "0.2"}
+    # The home page's links take the whole budget at once; fetching it takes a few seconds.
+    worker = start_crawl(
+        "links",
+        database,
+        tmp_path / "crawl.log",
+        url=web.url("steered"),
+        job_id="budgeted",
+        max_pages="8",
+        settings=settings,
+    )
+    try:
+        _wait_for(lambda: len(web.log("steered")) >= 3, what="the crawl")
+        database.query(
+            "INSERT INTO frontier_inbox (url, added_by, added_at) VALUES (?, 'test', ?) RETURNING id",
+            (web.url("steered", "/p/250"), _now()),
+        )
+        assert worker.wait(60) == 0
+    finally:
+        finish_all([worker], [], 10)
+    assert database.query("SELECT taken_at FROM frontier_inbox") == [(None,)]
+    assert "/p/250" not in {e.path for e in web.log("steered")}
+
+
 def _worker_running(database: Database, job: str) -> bool:
     try:
         return bool(database.query("SELECT 1 FROM workers WHERE job_id = ?", (job,)))

@@ -95,13 +95,19 @@ class CrawlControl(PeriodicExtension):
     async def _take_inbox(self) -> None:
         assert self.storage is not None
         spider = self.spider
+        limit = INBOX_BATCH
+        if spider.max_pages:
+            # A URL taken past the page budget would be dropped: the inbox keeps it for another job.
+            limit = min(limit, spider.max_pages - spider.pages_scheduled)
+            if limit <= 0:
+                return
         urls = await take_inbox(
             self.storage.backend,
             now=datetime.now(UTC),
             worker=worker_id(spider.job_id),
             spider=spider.name,
             crawl=spider.crawl_id,
-            limit=INBOX_BATCH,
+            limit=limit,
         )
         if not urls:
             return
