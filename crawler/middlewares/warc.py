@@ -29,7 +29,7 @@ from scrapy.settings import Settings
 
 from crawler.control.worker import worker_id
 from crawler.items import PageItem
-from crawler.politeness.config import robots_obeyed
+from crawler.politeness.config import ROBOTS_MIDDLEWARE, SCRAPY_ROBOTS_MIDDLEWARE, robots_obeyed
 from crawler.recrawl.stored import stored_payload_digest
 from crawler.robots.service import CACHED_RESPONSE_FLAG
 from crawler.warc import ARCHIVED, archived_in
@@ -115,7 +115,7 @@ def warcinfo(settings: Settings, crawl: str | None, job_id: str) -> dict[str, st
         "conformsTo": CONFORMS_TO,
         "hostname": socket.gethostname(),
         "http-header-user-agent": settings["USER_AGENT"],
-        "robots": "classic" if robots_obeyed(settings) else "ignore",
+        "robots": "classic" if robots_obeyed(settings, (ROBOTS_MIDDLEWARE, SCRAPY_ROBOTS_MIDDLEWARE)) else "ignore",
         "isPartOf": crawl or "",
         "description": f"job {job_id}",
     }

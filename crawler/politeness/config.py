@@ -17,20 +17,21 @@ if TYPE_CHECKING:
     from crawler.redis.store import FrontierConfig
 
 ROBOTS_MIDDLEWARE = "crawler.middlewares.robots.RobotsMiddleware"
+SCRAPY_ROBOTS_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 
 
-def robots_obeyed(settings: BaseSettings) -> bool:
-    """``ROBOTSTXT_OBEY``, where the robots middleware (or a subclass of it) is enabled to fetch
-    the rules: with it switched off nothing does, and a frontier that held each domain for its
-    robots.txt would hold it for ever."""
+def robots_obeyed(settings: BaseSettings, middlewares: tuple[str, ...] = (ROBOTS_MIDDLEWARE,)) -> bool:
+    """``ROBOTSTXT_OBEY``, where one of ``middlewares`` (or a subclass) is enabled to fetch the
+    rules: with none, nothing does, and a frontier that held each domain for its robots.txt
+    (only this project's middleware tells it the rules came) would hold it for ever."""
     if not settings.getbool("ROBOTSTXT_OBEY"):
         return False
     enabled = build_component_list(settings.getwithbase("DOWNLOADER_MIDDLEWARES"))
-    if ROBOTS_MIDDLEWARE in enabled:
+    if any(path in enabled for path in middlewares):
         return True
     for component in enabled:  # a subclass under another name
         loaded = load_object(component) if isinstance(component, str) else component
-        if any(f"{cls.__module__}.{cls.__qualname__}" == ROBOTS_MIDDLEWARE for cls in getattr(loaded, "__mro__", ())):
+        if any(f"{cls.__module__}.{cls.__qualname__}" in middlewares for cls in getattr(loaded, "__mro__", ())):
             return True
     return False
 
