@@ -15,11 +15,12 @@ from scrapy.squeues import FifoMemoryQueue
 from scrapy.utils.test import get_crawler
 
 import crawler.redis
-from crawler.download.held_slot import SEND_WINDOW, stale_after
 from crawler.frontier.queue_local import PolitePriorityQueue
 from crawler.frontier.queue_redis import RedisFrontierQueue
 from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.politeness.policy import Policy, PolicyConfig
+from crawler.politeness.slots import SEND_WINDOW, stale_after
+from crawler.redis.link import Op, RedisLink
 from crawler.redis.store import FrontierConfig, FrontierStore
 from crawler.services import CrawlServices
 from crawler.signals import request_not_sent
@@ -490,3 +491,55 @@ def test_a_request_not_sent_goes_back_to_the_front_of_its_queue_not_counted_as_a
     assert queue.store.client.hget(f"{queue.store.shard_of('a.test')}:returns", "http://a.test/0") is None
     first = queue.store.client.lindex(queue.store.domain_part("a.test", "q", "a.test", "0"), 0)
     assert first.startswith(b"http://a.test/0\t")  # at the front again
+
+
+class _LateLink(RedisLink):
+    """A link whose answers come when the test says, later than the call, as the I/O thread's do."""
+
+    def __init__(self, client: redis.Redis):
+        super().__init__(client)
+        self.held: list[Op] = []
+
+    def submit(self, op: Op) -> None:
+        self.held.append(op)
+
+    def answer_all(self) -> None:
+        held, self.held = self.held, []
+        for op in held:
+            super().submit(op)  # not started: answered at once
+
+
+def test_a_slot_granted_and_not_taken_in_time_is_given_back_rather_than_used_late(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    # Seen in the soak: a process's soft-404 probe asked for a slot of a site that was down; the
+    # grant came as the site's circuit opened, so the probe stopped asking, and minutes later,
+    # the circuit closed, it left on that grant 21 ms after another process's request.
+    policy = Policy(PolicyConfig(default_delay=1.0, handout_lead=0.0))
+    link = _LateLink(redis_client)
+    keeper = RedisDomainLimiter(policy, _frontier(redis_client, crawl_name, clock), link)
+    other_store = _frontier(redis_client, crawl_name, clock)
+    other = RedisDomainLimiter(policy, other_store)
+    assert keeper.try_start("a", "probe:1") is None  # asked
+    link.answer_all()  # granted; its taker waits for something else meanwhile
+    clock.now += stale_after(1.0) + 5.0  # the frontier's hold of that slot ended
+    assert other.try_start("a", "http://a/0") is not None
+    other_store.sent("a")  # the other process's request left now
+    assert keeper.try_start("a", "probe:2") is None  # not the old grant: asked again
+    link.answer_all()
+    assert keeper.try_start("a", "probe:2") is None  # the other's request left less than the delay ago
+    clock.now += 1.0
+    link.answer_all()  # asked again then, answered now: the delay has passed
+    assert keeper.try_start("a", "probe:2") is not None
+    # The old grant's hold of the domain's concurrency went with it.
+    assert redis_client.zrange(f"{other_store.shard_of('a')}:inflight:a", 0, -1) == [b"http://a/0", b"probe:2"]
+
+
+def test_a_slot_granted_is_taken_while_fresh(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
+    policy = Policy(PolicyConfig(default_delay=1.0, handout_lead=0.0))
+    link = _LateLink(redis_client)
+    keeper = RedisDomainLimiter(policy, _frontier(redis_client, crawl_name, clock), link)
+    assert keeper.try_start("a", "probe") is None
+    link.answer_all()
+    clock.now += stale_after(1.0) - 0.1
+    assert keeper.try_start("a", "probe") is not None

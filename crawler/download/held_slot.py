@@ -25,7 +25,7 @@ from scrapy.crawler import Crawler
 
 from crawler.compat import engine_closing
 from crawler.exceptions import NotSent
-from crawler.politeness.slots import HOLDER, LEAVE_AT, RESERVATION
+from crawler.politeness.slots import HOLDER, LEAVE_AT, RESERVATION, stale_after
 from crawler.services import CrawlServices
 
 if TYPE_CHECKING:
@@ -34,15 +34,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 GRANT_POLL_SECONDS = 0.05
-SEND_WINDOW = 10.0
-"""The frontier script's: how long it holds a slot at least for the request handed it."""
-
-
-def stale_after(delay: float) -> float:
-    """Seconds after its slot past which a handed-out request takes a fresh one: half the send
-    window before the frontier's hold of its slot ends, so that it has told Redis it left well
-    before another process could take the next slot."""
-    return max(delay, SEND_WINDOW) - SEND_WINDOW / 2
 
 
 class HeldSlotCheck:

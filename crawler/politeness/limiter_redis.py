@@ -17,7 +17,9 @@ leaves from this process (``load_unread``): of a domain another process started,
 otherwise be the default state, without the delay robots.txt set there, and the request would be
 held and recorded by a delay that did not space it. A slot for a request this process keeps
 (``try_start``) is asked for and granted later: the domain is then said to be ready
-(``may_be_ready``) and the next ``try_start`` takes the grant.
+(``may_be_ready``) and the next ``try_start`` takes the grant; one not taken within
+``stale_after`` (its taker stopped asking: an open circuit, a block came meanwhile) is given back
+and asked for again, as the frontier's hold of that slot has ended.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import redis
 from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.overrides import ControlTable
 from crawler.politeness.policy import DomainState, Outcome, Policy
+from crawler.politeness.slots import stale_after
 from crawler.redis.keys import as_text
 from crawler.redis.link import REDIS_ERRORS, Op, RedisLink
 from crawler.redis.scripts import server_time
@@ -70,7 +73,8 @@ class RedisDomainLimiter(DomainLimiter):
         self._timer = store.clock or time.monotonic
         """Measures time passed: a clock that never jumps (a test's own when it has one)."""
         self.link = link or RedisLink(store.client)
-        self._grants: dict[str, tuple[str, str]] = {}  # domain -> (holder, reservation) granted, unused
+        self._grants: dict[str, tuple[str, str, float]] = {}
+        """Domain -> (holder, reservation, when granted): granted, not yet taken."""
         self._asking: set[str] = set()
         self._read: set[str] = set()
         """Domains whose shared state this process has read (an answer of Redis): until then its
@@ -166,6 +170,11 @@ class RedisDomainLimiter(DomainLimiter):
     def try_start(self, domain: str, holder: str = "", *, stale: bool = False) -> str | None:
         """``stale``: ``holder`` is a handed-out request whose slot went stale before it left;
         it keeps its share of the domain's concurrency while its lease does."""
+        grant = self._grants.get(domain)
+        if grant is not None and self.clock() - grant[2] >= stale_after(self.effective_delay(domain)):
+            # Granted while its taker waited (an open circuit, a block), and not taken since: the
+            # frontier's hold of that slot ended, and another process may have taken the next one.
+            self._give_back(domain)
         if domain not in self._grants and domain not in self._asking:
             self._asking.add(domain)
             arguments = self.store.try_reserve_arguments(domain, holder, stale=stale)
@@ -173,7 +182,7 @@ class RedisDomainLimiter(DomainLimiter):
         grant = self._grants.pop(domain, None)  # there at once when the link is not started
         if grant is None:
             return None
-        granted_to, reservation = grant
+        granted_to, reservation, _ = grant
         if granted_to != holder:
             self._op("rehold", domain, granted_to, holder)
         return reservation
@@ -181,9 +190,14 @@ class RedisDomainLimiter(DomainLimiter):
     def _granted(self, domain: str, holder: str, answer: Any) -> None:
         self._asking.discard(domain)
         if answer:
-            self._grants[domain] = (holder, as_text(answer))
+            self._grants[domain] = (holder, as_text(answer), self.clock())
             self.state(domain).inflight += 1
             self.may_be_ready(domain)
+
+    def _give_back(self, domain: str) -> None:
+        holder, reservation, _ = self._grants.pop(domain)
+        self.unreserve(domain, reservation)
+        self.finish(domain, holder)
 
     def sent(self, domain: str) -> float:
         """The request of the domain's slot left now (the download handler saw its bytes leave);

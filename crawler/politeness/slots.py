@@ -29,6 +29,18 @@ Set with the limiter's ``sent``: by the handler's stamp, or on return for a requ
 departure went unnoticed."""
 
 
+SEND_WINDOW = 10.0
+"""The frontier script's: how long it holds a slot at least for the request handed it."""
+
+
+def stale_after(delay: float) -> float:
+    """Seconds after its slot past which a handed-out request, or a slot granted and not yet
+    used, takes a fresh one: half the send window before the frontier's hold of the slot ends,
+    so that its request has told Redis it left well before another process could take the next
+    slot."""
+    return max(delay, SEND_WINDOW) - SEND_WINDOW / 2
+
+
 def domain_key(request: Request) -> str:
     """The unit of politeness: host and port, as robots.txt is scoped."""
     return netloc_key(urlparse_cached(request).netloc)
