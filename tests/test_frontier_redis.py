@@ -17,7 +17,7 @@ from scrapy.utils.test import get_crawler
 import crawler.redis
 from crawler.frontier.queue_local import PolitePriorityQueue
 from crawler.frontier.queue_redis import RedisFrontierQueue
-from crawler.politeness.limiter_redis import RedisDomainLimiter
+from crawler.politeness.limiter_redis import GRANT_FRESH_SECONDS, RedisDomainLimiter
 from crawler.politeness.policy import Policy, PolicyConfig
 from crawler.politeness.slots import SEND_WINDOW, stale_after
 from crawler.redis.link import Op, RedisLink
@@ -522,7 +522,7 @@ def test_a_slot_granted_and_not_taken_in_time_is_given_back_rather_than_used_lat
     other = RedisDomainLimiter(policy, other_store)
     assert keeper.try_start("a", "probe:1") is None  # asked
     link.answer_all()  # granted; its taker waits for something else meanwhile
-    clock.now += stale_after(1.0) + 5.0  # the frontier's hold of that slot ended
+    clock.now += GRANT_FRESH_SECONDS + 5.0  # the frontier's hold of that slot ended
     assert other.try_start("a", "http://a/0") is not None
     other_store.sent("a")  # the other process's request left now
     assert keeper.try_start("a", "probe:2") is None  # not the old grant: asked again
@@ -535,11 +535,51 @@ def test_a_slot_granted_and_not_taken_in_time_is_given_back_rather_than_used_lat
     assert redis_client.zrange(f"{other_store.shard_of('a')}:inflight:a", 0, -1) == [b"http://a/0", b"probe:2"]
 
 
-def test_a_slot_granted_is_taken_while_fresh(redis_client: redis.Redis, crawl_name: str, clock: FakeClock) -> None:
-    policy = Policy(PolicyConfig(default_delay=1.0, handout_lead=0.0))
+def test_a_slot_granted_is_taken_while_fresh_by_a_taker_that_one_request_in_flight_would_stop(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    policy = Policy(PolicyConfig(default_delay=1.0, base_concurrency=1, handout_lead=0.0))
     link = _LateLink(redis_client)
-    keeper = RedisDomainLimiter(policy, _frontier(redis_client, crawl_name, clock), link)
+    keeper = RedisDomainLimiter(policy, _frontier(redis_client, crawl_name, clock, default_concurrency=1), link)
     assert keeper.try_start("a", "probe") is None
     link.answer_all()
-    clock.now += stale_after(1.0) - 0.1
+    clock.now += GRANT_FRESH_SECONDS - 0.1
+    assert keeper.can_start("a")  # the grant counts in flight, and is the slot to take
     assert keeper.try_start("a", "probe") is not None
+    assert keeper.state("a").inflight == 1
+
+
+def test_a_slot_given_back_is_the_domain_s_again_and_its_share_with_it(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    policy = Policy(PolicyConfig(default_delay=1.0, handout_lead=0.0))
+    link = _LateLink(redis_client)
+    store = _frontier(redis_client, crawl_name, clock)
+    keeper = RedisDomainLimiter(policy, store, link)
+    inflight = f"{store.shard_of('a')}:inflight:a"
+    assert keeper.try_start("a", "probe:1") is None
+    link.answer_all()
+    clock.now += GRANT_FRESH_SECONDS
+    keeper.can_start("a")  # not taken in time: given back
+    assert keeper.state("a").inflight == 0
+    link.answer_all()  # the give-back reaches the frontier
+    assert redis_client.zrange(inflight, 0, -1) == []
+    assert store.try_reserve("a", "now") is not None  # nothing left since: the slot is free again
+
+
+def test_a_fresh_slot_given_back_leaves_its_request_s_share(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    policy = Policy(PolicyConfig(default_delay=1.0, handout_lead=0.0))
+    link = _LateLink(redis_client)
+    store = _frontier(redis_client, crawl_name, clock)
+    keeper = RedisDomainLimiter(policy, store, link)
+    _push(store, "http://a/0")
+    key = store.pop().request.partition("\t")[0]  # handed out: its lease key holds a share of the concurrency
+    clock.now += 20.0  # stopped past its slot
+    assert keeper.try_start("a", key, stale=True) is None
+    link.answer_all()  # a fresh slot, while its request waits for something else
+    clock.now += GRANT_FRESH_SECONDS
+    keeper.can_start("a")  # given back
+    link.answer_all()
+    assert redis_client.zrange(f"{store.shard_of('a')}:inflight:a", 0, -1) == [key.encode()]

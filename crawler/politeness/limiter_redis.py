@@ -18,8 +18,8 @@ otherwise be the default state, without the delay robots.txt set there, and the 
 held and recorded by a delay that did not space it. A slot for a request this process keeps
 (``try_start``) is asked for and granted later: the domain is then said to be ready
 (``may_be_ready``) and the next ``try_start`` takes the grant; one not taken within
-``stale_after`` (its taker stopped asking: an open circuit, a block came meanwhile) is given back
-and asked for again, as the frontier's hold of that slot has ended.
+``GRANT_FRESH_SECONDS`` (its taker stopped asking: an open circuit, a block came meanwhile) is
+given back and asked for again, as the frontier's hold of that slot ends.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Container, Iterable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar
 
 import redis
@@ -64,6 +64,21 @@ Change = Callable[[DomainState, float], T]
 """What an outcome does to a domain's state, at a time."""
 
 
+GRANT_FRESH_SECONDS = stale_after(0.0)
+"""How long a slot granted stays this process's to take: the frontier holds a slot for
+``SEND_WINDOW`` at least (the domain's delay when longer), and the grant is no older than the ask."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Grant:
+    holder: str
+    reservation: str
+    asked_at: float
+    """When it was asked for (``_timer``): the slot is no older."""
+    keeps_share: bool
+    """A ``reslot``'s: its share of the concurrency is its leased request's, not the grant's."""
+
+
 class RedisDomainLimiter(DomainLimiter):
     shared = True
 
@@ -73,9 +88,10 @@ class RedisDomainLimiter(DomainLimiter):
         self._timer = store.clock or time.monotonic
         """Measures time passed: a clock that never jumps (a test's own when it has one)."""
         self.link = link or RedisLink(store.client)
-        self._grants: dict[str, tuple[str, str, float]] = {}
-        """Domain -> (holder, reservation, when granted): granted, not yet taken."""
-        self._asking: set[str] = set()
+        self._grants: dict[str, _Grant] = {}
+        """Slots granted to this process and not taken yet, by domain."""
+        self._asking: dict[str, float] = {}
+        """Domains whose slot this process asked for, and when (``_timer``)."""
         self._read: set[str] = set()
         """Domains whose shared state this process has read (an answer of Redis): until then its
         copy of a domain is the default state, which knows no robots.txt delay."""
@@ -165,39 +181,48 @@ class RedisDomainLimiter(DomainLimiter):
     def can_start(self, domain: str, now: float | None = None) -> bool:
         """From this process's copy (its own slots in flight, the state of its last
         transaction): the frontier script decides (``try_start``)."""
-        return self.policy.can_start(self.state(domain), self.clock() if now is None else now)
+        state = self.state(domain)
+        if self._fresh_grant(domain):
+            # Granted and not taken yet: counted in flight, and the very slot to take.
+            state = replace(state, inflight=state.inflight - 1)
+        return self.policy.can_start(state, self.clock() if now is None else now)
 
     def try_start(self, domain: str, holder: str = "", *, stale: bool = False) -> str | None:
         """``stale``: ``holder`` is a handed-out request whose slot went stale before it left;
         it keeps its share of the domain's concurrency while its lease does."""
-        grant = self._grants.get(domain)
-        if grant is not None and self.clock() - grant[2] >= stale_after(self.effective_delay(domain)):
-            # Granted while its taker waited (an open circuit, a block), and not taken since: the
-            # frontier's hold of that slot ended, and another process may have taken the next one.
-            self._give_back(domain)
-        if domain not in self._grants and domain not in self._asking:
-            self._asking.add(domain)
+        if not self._fresh_grant(domain) and domain not in self._asking:
+            self._asking[domain] = self._timer()
             arguments = self.store.try_reserve_arguments(domain, holder, stale=stale)
-            self._op(*arguments, done=lambda answer: self._granted(domain, holder, answer))
+            self._op(*arguments, done=lambda answer: self._granted(domain, holder, stale, answer))
         grant = self._grants.pop(domain, None)  # there at once when the link is not started
         if grant is None:
             return None
-        granted_to, reservation, _ = grant
-        if granted_to != holder:
-            self._op("rehold", domain, granted_to, holder)
-        return reservation
+        if grant.holder != holder:
+            self._op("rehold", domain, grant.holder, holder)
+        return grant.reservation
 
-    def _granted(self, domain: str, holder: str, answer: Any) -> None:
-        self._asking.discard(domain)
+    def _granted(self, domain: str, holder: str, keeps_share: bool, answer: Any) -> None:
+        asked_at = self._asking.pop(domain, self._timer())
         if answer:
-            self._grants[domain] = (holder, as_text(answer), self.clock())
+            self._grants[domain] = _Grant(holder, as_text(answer), asked_at, keeps_share)
             self.state(domain).inflight += 1
             self.may_be_ready(domain)
 
-    def _give_back(self, domain: str) -> None:
-        holder, reservation, _ = self._grants.pop(domain)
-        self.unreserve(domain, reservation)
-        self.finish(domain, holder)
+    def _fresh_grant(self, domain: str) -> bool:
+        """Whether a slot granted to this process waits to be taken. One granted while its taker
+        stopped asking (an open circuit, a block came meanwhile) and not taken within
+        ``GRANT_FRESH_SECONDS`` is given back: the frontier's hold of it ends, and another process
+        may take the next slot."""
+        grant = self._grants.get(domain)
+        if grant is None:
+            return False
+        if self._timer() - grant.asked_at < GRANT_FRESH_SECONDS:
+            return True
+        del self._grants[domain]
+        self.policy.finish(self.state(domain))  # its count in flight
+        self._op("give_back", domain, grant.reservation, "" if grant.keeps_share else grant.holder)
+        self.may_be_ready(domain)
+        return False
 
     def sent(self, domain: str) -> float:
         """The request of the domain's slot left now (the download handler saw its bytes leave);

@@ -171,6 +171,15 @@ local function reserve(d, holder)
   return reservation, slot
 end
 
+-- Give back a slot reserved and not used, unless another was taken since.
+local function unreserve(d, reservation)
+  local k = dkey(d)
+  if redis.call('HGET', k, 'next') == reservation then
+    redis.call('HSET', k, 'next', redis.call('HGET', k, 'prev') or fmt(0))
+    redis.call('HDEL', k, 'pending')
+  end
+end
+
 -- Whether the domain's next slot may be taken now; ``holding``: by a request that holds its
 -- share of the domain's concurrency already (its slot went stale before it left: ``reslot``).
 local function can_start(d, holding)
@@ -471,11 +480,16 @@ elseif op == 'sent' then
 
 elseif op == 'unreserve' then
   -- ARGV[8], ARGV[9]: domain, reservation. Give back an unused slot unless another was taken since.
-  local k = dkey(ARGV[8])
-  if redis.call('HGET', k, 'next') == ARGV[9] then
-    redis.call('HSET', k, 'next', redis.call('HGET', k, 'prev') or fmt(0))
-    redis.call('HDEL', k, 'pending')
-  end
+  unreserve(ARGV[8], ARGV[9])
+  refresh(ARGV[8])
+  return 1
+
+elseif op == 'give_back' then
+  -- ARGV[8..10]: domain, reservation, holder: a slot granted (``try_reserve``) and never taken,
+  -- with the share of the concurrency it held; an empty holder keeps its share (a ``reslot``'s,
+  -- which is its leased request's). Unlike ``finish``, no turn: nothing finished.
+  unreserve(ARGV[8], ARGV[9])
+  if ARGV[10] ~= '' then redis.call('ZREM', inflight_key(ARGV[8]), ARGV[10]) end
   refresh(ARGV[8])
   return 1
 

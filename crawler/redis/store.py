@@ -114,6 +114,7 @@ DOMAIN_OPERATIONS = frozenset(
         "push",
         "try_reserve",
         "reslot",
+        "give_back",
         "rehold",
         "sent",
         "unreserve",
