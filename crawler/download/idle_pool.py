@@ -1,4 +1,5 @@
-"""A connection pool that keeps at most ``CRAWLER_MAX_IDLE_CONNECTIONS`` idle connections in all.
+"""A connection pool that keeps at most ``CRAWLER_MAX_IDLE_CONNECTIONS`` idle connections in all
+(one pool for each scheme's handler, ``http`` and ``https``).
 
 Twisted's pool keeps up to ``maxPersistentPerHost`` idle connections for every host it has
 talked to, each for ``cachedConnectionTimeout`` (240 s) or until the server closes it. A crawl

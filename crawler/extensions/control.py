@@ -98,7 +98,7 @@ class CrawlControl(PeriodicExtension):
         limit = INBOX_BATCH
         if spider.max_pages:
             # A URL taken past the page budget would be dropped: the inbox keeps it for another job.
-            limit = min(limit, spider.max_pages - spider.pages_scheduled)
+            limit = min(limit, spider.max_pages - spider.pages_scheduled - len(spider.seeds_unplanned))
             if limit <= 0:
                 return
         urls = await take_inbox(
