@@ -3,7 +3,9 @@ one idle the longest (Twisted's own pool and protocol, on Twisted's test transpo
 
 from __future__ import annotations
 
+from twisted.internet.error import ConnectionDone
 from twisted.internet.testing import MemoryReactorClock, StringTransport
+from twisted.python.failure import Failure
 from twisted.web._newclient import HTTP11ClientProtocol
 
 from crawler.download.idle_pool import IdleBoundedPool
@@ -40,6 +42,17 @@ def test_past_the_bound_the_connection_idle_the_longest_is_closed() -> None:
     assert all(c.transport.disconnecting for c in connections.values())
 
 
+def test_past_the_bound_a_connection_the_server_closed_goes_first() -> None:
+    pool, _ = _pool(2)
+    first, second, third = (_idle_connection() for _ in range(3))
+    pool._putConnection(("http", "a", 80), first)
+    pool._putConnection(("http", "b", 80), second)
+    second.connectionLost(Failure(ConnectionDone()))  # the server closed it while idle
+    pool._putConnection(("http", "c", 80), third)
+    assert pool._connections == {("http", "a", 80): [first], ("http", "b", 80): [], ("http", "c", 80): [third]}
+    assert not first.transport.disconnecting
+
+
 def test_a_connection_put_back_again_is_idle_from_then() -> None:
     pool, _ = _pool(2)
     first, second, third = (_idle_connection() for _ in range(3))
@@ -58,3 +71,14 @@ def test_no_bound_keeps_every_host_s_connection() -> None:
     for n, connection in enumerate(connections):
         pool._putConnection(("http", f"host{n}", 80), connection)
     assert not any(c.transport.disconnecting for c in connections)
+
+
+def test_the_oldest_closed_connection_is_removed_once() -> None:
+    pool, _ = _pool(2)
+    first, second = _idle_connection(), _idle_connection()
+    pool._putConnection(("http", "a", 80), first)
+    pool._putConnection(("http", "b", 80), second)
+    first.connectionLost(Failure(ConnectionDone()))
+    pool.max_idle = 1  # two over: the closed one, which is also the oldest, then the next
+    pool._putConnection(("http", "c", 80), third := _idle_connection())
+    assert pool._connections == {("http", "a", 80): [], ("http", "b", 80): [], ("http", "c", 80): [third]}

@@ -32,8 +32,12 @@ class IdleBoundedPool(HTTPConnectionPool):
         self._keys[connection] = key
         if not self.max_idle:
             return
-        # Twisted's map of idle connections to their timeouts is in the order they were put back.
-        while len(self._timeouts) > self.max_idle:
-            oldest = next(iter(self._timeouts))
-            self._timeouts[oldest].cancel()
-            self._removeConnection(self._keys[oldest], oldest)
+        if len(self._timeouts) <= self.max_idle:
+            return
+        # Those the server closed while idle first (Twisted keeps them until they are asked for
+        # or time out), then the one idle the longest: the map of idle connections to their
+        # timeouts is in the order they were put back.
+        closed = [idle for idle in self._timeouts if idle.state != "QUIESCENT"]
+        for idle in list(dict.fromkeys([*closed, *self._timeouts]))[: len(self._timeouts) - self.max_idle]:
+            self._timeouts[idle].cancel()
+            self._removeConnection(self._keys[idle], idle)
