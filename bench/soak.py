@@ -209,7 +209,7 @@ class Soak:
         if fault.kind == "worker_killed":
             pid = workers.signal(fault.target, signal.SIGKILL)
             if pid is not None:
-                self.departures.killed.add(pid)
+                self.departures.killed[pid] = time.time()
         elif fault.kind == "worker_stopped":
             pid = workers.signal(fault.target, signal.SIGSTOP)
         elif fault.kind == "redis_restarted":

@@ -23,8 +23,8 @@ class DepartureStamps:
         self.path = path
         self.port = port
         """The port the crawl's URLs carry (the web server's)."""
-        self.killed: set[int] = set()
-        """The PIDs of the workers the soak killed."""
+        self.killed: dict[int, float] = {}
+        """The PIDs of the workers the soak killed, and when (a PID may be used again after)."""
         self._offset = 0
         self._departures: defaultdict[str, list[tuple[float, int]]] = defaultdict(list)
         """Each URL's departures, (time, PID), in order of time."""
@@ -36,7 +36,9 @@ class DepartureStamps:
         departures = self._departures.get(f"http://{served.host}:{self.port}{served.path}", [])
         low = bisect.bisect_left(departures, (served.start - window,))
         high = bisect.bisect_right(departures, (served.start + AFTER_ARRIVAL,))
-        found = nearest([at for at, pid in departures[low:high] if pid in self.killed], served.start)
+        found = nearest(
+            [at for at, pid in departures[low:high] if at <= self.killed.get(pid, float("-inf"))], served.start
+        )
         return None if found is None else Stamp(found, None)
 
     def _read(self) -> None:
