@@ -15,7 +15,7 @@ from crawler.items import PageItem
 from crawler.outcomes import page_item
 from crawler.storage import open_backend
 from crawler.storage.backend import Batch, StorageBackend
-from crawler.storage.inbox import add_to_inbox, clear_inbox, recover_inbox, take_inbox
+from crawler.storage.inbox import add_to_inbox, clear_inbox, give_back_to_inbox, recover_inbox, take_inbox
 from crawler.storage.jobs import JobRecord, finish_job, start_job
 from crawler.storage.pages import kept_fingerprints, purge_pages
 from crawler.storage.rows import page_row
@@ -266,6 +266,25 @@ def test_the_inbox_gives_back_what_dead_processes_took_and_purges_and_clears_say
         ("http://e.example/0",),
         ("http://e.example/3",),
     ]
+
+
+def test_urls_a_process_took_and_could_not_schedule_go_back_to_the_inbox(database: Database) -> None:
+    now = datetime.now(UTC)
+
+    async def scenario() -> tuple[list[str], int, list[str]]:
+        backend = open_backend(database.url)
+        await backend.open()
+        for n in range(3):
+            await add_to_inbox(backend, f"http://e.example/{n}", "links", None, "test", now)
+        taken = await take_inbox(backend, now=now, worker="w1", spider="links", crawl="c", limit=3)
+        # Another process's URL of the same name is not this one's to give back.
+        given = await give_back_to_inbox(backend, "w2", taken) + await give_back_to_inbox(backend, "w1", taken[1:])
+        again = await take_inbox(backend, now=now, worker="w2", spider="links", crawl="c", limit=3)
+        await backend.close()
+        return taken, given, again
+
+    taken, given, again = asyncio.run(scenario())
+    assert given == 2 and again == taken[1:]
 
 
 def test_batches_of_two_processes_updating_the_same_rows_in_other_orders_do_not_deadlock(

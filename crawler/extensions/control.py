@@ -24,7 +24,7 @@ from crawler.control.worker import worker_id
 from crawler.extensions.heartbeat import Heartbeat
 from crawler.extensions.periodic import PeriodicExtension
 from crawler.services import CrawlServices
-from crawler.storage.inbox import take_inbox
+from crawler.storage.inbox import give_back_to_inbox, take_inbox
 from crawler.storage.jobs import cancel_requested
 from crawler.storage.rows import domain_row
 
@@ -101,24 +101,27 @@ class CrawlControl(PeriodicExtension):
             limit = min(limit, spider.max_pages - spider.pages_scheduled - len(spider.seeds_unplanned))
             if limit <= 0:
                 return
+        worker = worker_id(spider.job_id)
+        backend = self.storage.backend
         urls = await take_inbox(
-            self.storage.backend,
-            now=datetime.now(UTC),
-            worker=worker_id(spider.job_id),
-            spider=spider.name,
-            crawl=spider.crawl_id,
-            limit=limit,
+            backend, now=datetime.now(UTC), worker=worker, spider=spider.name, crawl=spider.crawl_id, limit=limit
         )
         if not urls:
             return
         engine = self.crawler.engine
         scheduled = 0
-        # Seeded through the API: in scope, but checked by the address guard as links are.
-        for request in spider.seed_requests(spider.seed_urls(urls, trusted=False)):
-            engine.crawl(request)
-            scheduled += 1
-        self.crawler.stats.inc_value("control/inbox_taken", len(urls))
-        logger.info("Took %d URLs from the inbox; %d scheduled as seeds", len(urls), scheduled)
+        left: list[str] = []
+        for url in urls:
+            if spider.max_pages and not spider.budget_left(seed=True):
+                left.append(url)  # links planned while it was taken spent the budget
+                continue
+            # Seeded through the API: in scope, but checked by the address guard as links are.
+            for request in spider.seed_requests(spider.seed_urls([url], trusted=False)):
+                engine.crawl(request)
+                scheduled += 1
+        await give_back_to_inbox(backend, worker, left)
+        self.crawler.stats.inc_value("control/inbox_taken", len(urls) - len(left))
+        logger.info("Took %d URLs from the inbox; %d scheduled as seeds", len(urls) - len(left), scheduled)
 
     def _cancel(self) -> None:
         engine = self.crawler.engine

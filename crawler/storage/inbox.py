@@ -27,6 +27,17 @@ async def take_inbox(
     return [url for _, url in sorted(rows)]
 
 
+async def give_back_to_inbox(backend: StorageBackend, worker: str, urls: list[str]) -> int:
+    """Untake ``urls`` that ``worker`` took and could not schedule; how many."""
+    if not urls:
+        return 0
+    marks = ", ".join("?" * len(urls))
+    return await backend.execute_count(
+        f"UPDATE frontier_inbox SET taken_at = NULL, taken_by = NULL WHERE taken_by = ? AND url IN ({marks})",
+        (worker, *urls),
+    )
+
+
 async def add_to_inbox(
     backend: StorageBackend, url: str, spider: str | None, crawl: str | None, who: str, now: datetime
 ) -> None:
