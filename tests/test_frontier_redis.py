@@ -509,17 +509,25 @@ class _LateLink(RedisLink):
             super().submit(op)  # not started: answered at once
 
 
+def _late_limiter(
+    client: redis.Redis, name: str, clock: FakeClock, concurrency: int = 2
+) -> tuple[RedisDomainLimiter, FrontierStore, _LateLink]:
+    """A process's limiter at a 1 s delay whose frontier answers when the test says."""
+    store = _frontier(client, name, clock, default_concurrency=concurrency)
+    link = _LateLink(client)
+    policy = Policy(PolicyConfig(default_delay=1.0, base_concurrency=concurrency, handout_lead=0.0))
+    return RedisDomainLimiter(policy, store, link), store, link
+
+
 def test_a_slot_granted_and_not_taken_in_time_is_given_back_rather_than_used_late(
     redis_client: redis.Redis, crawl_name: str, clock: FakeClock
 ) -> None:
     # Seen in the soak: a process's soft-404 probe asked for a slot of a site that was down; the
     # grant came as the site's circuit opened, so the probe stopped asking, and minutes later,
     # the circuit closed, it left on that grant 21 ms after another process's request.
-    policy = Policy(PolicyConfig(default_delay=1.0, handout_lead=0.0))
-    link = _LateLink(redis_client)
-    keeper = RedisDomainLimiter(policy, _frontier(redis_client, crawl_name, clock), link)
+    keeper, _, link = _late_limiter(redis_client, crawl_name, clock)
     other_store = _frontier(redis_client, crawl_name, clock)
-    other = RedisDomainLimiter(policy, other_store)
+    other = RedisDomainLimiter(keeper.policy, other_store)
     assert keeper.try_start("a", "probe:1") is None  # asked
     link.answer_all()  # granted; its taker waits for something else meanwhile
     clock.now += GRANT_FRESH_SECONDS + 5.0  # the frontier's hold of that slot ended
@@ -538,9 +546,7 @@ def test_a_slot_granted_and_not_taken_in_time_is_given_back_rather_than_used_lat
 def test_a_slot_granted_is_taken_while_fresh_by_a_taker_that_one_request_in_flight_would_stop(
     redis_client: redis.Redis, crawl_name: str, clock: FakeClock
 ) -> None:
-    policy = Policy(PolicyConfig(default_delay=1.0, base_concurrency=1, handout_lead=0.0))
-    link = _LateLink(redis_client)
-    keeper = RedisDomainLimiter(policy, _frontier(redis_client, crawl_name, clock, default_concurrency=1), link)
+    keeper, _, link = _late_limiter(redis_client, crawl_name, clock, concurrency=1)
     assert keeper.try_start("a", "probe") is None
     link.answer_all()
     clock.now += GRANT_FRESH_SECONDS - 0.1
@@ -552,10 +558,7 @@ def test_a_slot_granted_is_taken_while_fresh_by_a_taker_that_one_request_in_flig
 def test_a_slot_given_back_is_the_domain_s_again_and_its_share_with_it(
     redis_client: redis.Redis, crawl_name: str, clock: FakeClock
 ) -> None:
-    policy = Policy(PolicyConfig(default_delay=1.0, handout_lead=0.0))
-    link = _LateLink(redis_client)
-    store = _frontier(redis_client, crawl_name, clock)
-    keeper = RedisDomainLimiter(policy, store, link)
+    keeper, store, link = _late_limiter(redis_client, crawl_name, clock)
     inflight = f"{store.shard_of('a')}:inflight:a"
     assert keeper.try_start("a", "probe:1") is None
     link.answer_all()
@@ -570,10 +573,7 @@ def test_a_slot_given_back_is_the_domain_s_again_and_its_share_with_it(
 def test_a_fresh_slot_given_back_leaves_its_request_s_share(
     redis_client: redis.Redis, crawl_name: str, clock: FakeClock
 ) -> None:
-    policy = Policy(PolicyConfig(default_delay=1.0, handout_lead=0.0))
-    link = _LateLink(redis_client)
-    store = _frontier(redis_client, crawl_name, clock)
-    keeper = RedisDomainLimiter(policy, store, link)
+    keeper, store, link = _late_limiter(redis_client, crawl_name, clock)
     _push(store, "http://a/0")
     key = store.pop().request.partition("\t")[0]  # handed out: its lease key holds a share of the concurrency
     clock.now += 20.0  # stopped past its slot
