@@ -30,9 +30,7 @@ class IdleBoundedPool(HTTPConnectionPool):
     def _putConnection(self, key: Any, connection: Any) -> None:
         super()._putConnection(key, connection)
         self._keys[connection] = key
-        if not self.max_idle:
-            return
-        if len(self._timeouts) <= self.max_idle:
+        if not self.max_idle or len(self._timeouts) <= self.max_idle:
             return
         # Those the server closed while idle first (Twisted keeps them until they are asked for
         # or time out), then the one idle the longest: the map of idle connections to their

@@ -95,16 +95,14 @@ class CrawlControl(PeriodicExtension):
     async def _take_inbox(self) -> None:
         assert self.storage is not None
         spider = self.spider
-        limit = INBOX_BATCH
-        if spider.max_pages:
-            # A URL taken past the page budget would be dropped: the inbox keeps it for another job.
-            limit = min(limit, spider.max_pages - spider.pages_scheduled - len(spider.seeds_unplanned))
-            if limit <= 0:
-                return
+        # A URL taken past the page budget would be dropped: the inbox keeps it for another job.
+        limit = min(INBOX_BATCH, spider.pages_left())
+        if limit <= 0:
+            return
         worker = worker_id(spider.job_id)
         backend = self.storage.backend
         urls = await take_inbox(
-            backend, now=datetime.now(UTC), worker=worker, spider=spider.name, crawl=spider.crawl_id, limit=limit
+            backend, now=datetime.now(UTC), worker=worker, spider=spider.name, crawl=spider.crawl_id, limit=int(limit)
         )
         if not urls:
             return
@@ -112,7 +110,7 @@ class CrawlControl(PeriodicExtension):
         scheduled = 0
         left: list[str] = []
         for url in urls:
-            if spider.max_pages and not spider.budget_left(seed=True):
+            if not spider.budget_left(seed=True):
                 left.append(url)  # links planned while it was taken spent the budget
                 continue
             # Seeded through the API: in scope, but checked by the address guard as links are.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 import uuid
 from collections import deque
@@ -169,10 +170,16 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
             if request is not None:
                 yield request
 
-    def budget_left(self, seed: bool = False) -> bool:
-        """Whether a page of the budget is left: for a discovered URL, one no seed waits for."""
+    def pages_left(self, seed: bool = False) -> float:
+        """Pages of the budget left (for a discovered URL, those no seed waits for); without a
+        budget, infinitely many."""
+        if not self.max_pages:
+            return math.inf
         kept = 0 if seed else len(self.seeds_unplanned)
-        return not self.max_pages or self.pages_scheduled + kept < self.max_pages
+        return self.max_pages - self.pages_scheduled - kept
+
+    def budget_left(self, seed: bool = False) -> bool:
+        return self.pages_left(seed) > 0
 
     def page_request(
         self,
