@@ -179,3 +179,28 @@ def test_a_crawl_without_the_robots_middleware_does_not_wait_for_robots_txt(
     requested = {e.path for e in web.log("fast")}
     assert "/robots.txt" not in requested
     assert "/private/page" in requested  # what robots.txt refuses: nothing read it
+
+
+def _most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The most of these (start, end) spans that were open at one moment."""
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    most = now = 0
+    for _, change in events:
+        now += change
+        most = max(most, now)
+    return most
+
+
+def test_a_crawl_opening_many_hosts_fetches_no_more_robots_txt_at_once_than_its_requests(
+    database: Database, frontier: dict[str, str], tmp_path
+) -> None:
+    hosts = 40
+    with TestWeb({f"h{n}": "paced:pages=2,latency_ms=300" for n in range(hosts)}, first_address=200) as web:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("".join(web.url(label) + "\n" for label in web.specs))
+        crawl("links", database, seeds_file=str(seeds), settings={**frontier, "CONCURRENT_REQUESTS": "4"})
+        log = web.log()
+    robots = [(entry.start, entry.end) for entry in log if entry.path == "/robots.txt"]
+    assert len(robots) == hosts
+    assert {entry.host for entry in log if entry.path == "/p/1"} == {f"{a}:{web.port}" for a in web.addresses.values()}
+    assert _most_at_once(robots) <= 4

@@ -126,19 +126,23 @@ class FetchedRobots:
     """The robots.txt service as the queue sees it: a fetch runs until ``arrive``, which tells
     the limiter as the service does (the fetch's slot finished, the rules' delay set)."""
 
-    def __init__(self, limiter: DomainLimiter):
+    def __init__(self, limiter: DomainLimiter, max_fetches: int = 10_000):
         self.limiter = limiter
-        self.fetched: set[str] = set()
+        self.max_fetches = max_fetches
+        self.fetched: list[str] = []
         self.arrived: set[str] = set()
 
     def ready(self, domain: str) -> bool:
         return domain in self.arrived
 
     def fetching(self, domain: str) -> bool:
-        return domain in self.fetched - self.arrived
+        return domain in self.fetched and domain not in self.arrived
+
+    def room(self) -> int:
+        return max(0, self.max_fetches - (len(self.fetched) - len(self.arrived)))
 
     def claimed(self, domain: str, scheme: str, reservation: float) -> bool:
-        self.fetched.add(domain)
+        self.fetched.append(domain)
         return True
 
     def arrive(self, domain: str) -> None:
@@ -154,7 +158,7 @@ def test_a_domain_fetching_its_robots_txt_is_not_looked_at_until_the_rules_arriv
     domains = [f"site{n}.example" for n in range(1_000)]
     for domain in domains:
         queue.push(Request(f"http://{domain}/1"))
-    assert queue.pop() is None and robots.fetched == set(domains)
+    assert queue.pop() is None and robots.fetched == domains
     for domain in domains:
         limiter.sent(domain)  # each robots.txt request left: the domain's next slot is a delay away
     limiter.consulted = 0
@@ -168,6 +172,35 @@ def test_a_domain_fetching_its_robots_txt_is_not_looked_at_until_the_rules_arriv
     assert _urls(queue) == []  # a delay after the robots.txt request, counted from its answer
     clock.now += 1.0
     assert len(_urls(queue)) == len(domains) and limiter.ready_at(domains[0]) == sent + 2.0
+
+
+def test_robots_txt_fetches_wait_for_room_and_start_in_the_order_their_domains_came(clock: FakeClock) -> None:
+    queue, limiter = _queue(clock)
+    robots = FetchedRobots(limiter, max_fetches=8)
+    queue.robots = robots
+    domains = [f"site{n}.example" for n in range(1_000)]
+    for domain in domains:
+        queue.push(Request(f"http://{domain}/1"))
+    assert queue.pop() is None and robots.fetched == domains[:8]
+    limiter.consulted = 0
+    assert queue.pop() is None and robots.fetched == domains[:8]
+    assert limiter.consulted == 0  # the deferred are on no index: a pop does not look at them
+    for domain in domains[:3]:
+        limiter.sent(domain)
+        robots.arrive(domain)
+    assert queue.pop() is None and robots.fetched == domains[:11]  # three ended, three began
+    assert limiter.consulted == 6  # the three whose rules arrived, and the three brought back
+    urls = []
+    while len(robots.arrived) < len(domains):
+        for domain in robots.fetched:
+            if domain not in robots.arrived:
+                limiter.sent(domain)
+                robots.arrive(domain)
+        clock.now += 1.0  # a delay after each robots.txt: the pages of the domains whose rules came
+        urls += _urls(queue)
+        assert len(robots.fetched) - len(robots.arrived) <= 8
+    assert robots.fetched == domains
+    assert sorted(urls) == sorted(f"http://{domain}/1" for domain in domains)
 
 
 def test_the_queue_evicts_the_state_of_idle_domains_with_nothing_queued(clock: FakeClock) -> None:

@@ -15,7 +15,11 @@ of domains queued: each domain with queued requests has one live entry, either a
 it may start). The limiter says when a domain may be ready sooner than its time (a slot
 finished or given back, a block cleared, robots.txt arrived). A domain whose robots.txt this
 process is fetching is on neither: only the arrival of the rules brings it back, so a crawl that
-opens thousands of domains at once does not look at each of them every second meanwhile.
+opens thousands of domains at once does not look at each of them every second meanwhile. Nor
+does one pop start the robots.txt of thousands of domains at once (a connection and a file
+descriptor each, all begun before the engine's count of requests in flight could stop it): a
+domain whose fetch finds no room (``RobotsService.room``) is deferred, and brought back, first
+deferred first, as fetches end.
 
 In a shared crawl, ``RedisFrontierQueue`` keeps the same queues in Redis; this queue then holds
 only the requests that cannot be shared (they carry objects of this process).
@@ -27,7 +31,7 @@ import heapq
 import itertools
 import uuid
 from collections.abc import Iterable, Iterator
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import Request
 from scrapy.crawler import Crawler
@@ -39,6 +43,9 @@ from crawler.frontier.wakeup import EngineWakeup
 from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.slots import DOMAIN, HOLDER, RESERVATION, domain_key, robots_holder
 from crawler.services import CrawlServices
+
+if TYPE_CHECKING:
+    from crawler.robots.service import RobotsService
 
 SWEEP_SECONDS = 60.0
 """How often at most the states of idle domains are looked for and evicted."""
@@ -83,6 +90,8 @@ class PolitePriorityQueue:
         self._entry: dict[str, int] = {}  # domain -> its live entry; older ones are skipped
         self._wakeup = EngineWakeup(crawler)
         self._schemes: dict[str, str] = {}
+        self._robots_deferred: dict[str, None] = {}
+        """Domains whose robots.txt found no room among the fetches in flight, first deferred first."""
         self._holder_prefix = f"local-{uuid.uuid4().hex[:12]}"  # unique among a shared crawl's processes
         self.idle_seconds = crawler.settings.getfloat("CRAWLER_DOMAIN_IDLE_SECONDS")
         self._next_sweep = self.limiter.clock() + min(self.idle_seconds, SWEEP_SECONDS)
@@ -134,6 +143,8 @@ class PolitePriorityQueue:
             _, entry, domain = heapq.heappop(self._timeline)
             if self._entry.get(domain) == entry:
                 self._mark_ready(domain)
+        if self._robots_deferred and self.robots is not None:
+            self._bring_back_deferred(self.robots, now)
         while self._ready:
             # Highest priority first (lowest curprio); among equals the domain served longest ago.
             _, _, entry, domain = heapq.heappop(self._ready)
@@ -147,18 +158,8 @@ class PolitePriorityQueue:
         if not self.limiter.can_start(domain, now):
             self._wait(domain, now)
             return None
-        robots = self.robots
-        if robots is not None and not robots.ready(domain):
-            # The domain's robots.txt comes first, on the domain's own slot; its arrival makes
-            # the domain ready.
-            if not robots.fetching(domain):
-                reservation = self.limiter.try_start(domain, robots_holder(domain))
-                if reservation is not None:
-                    robots.claimed(domain, self._schemes.get(domain, "http"), reservation)
-            if robots.fetching(domain):
-                self._wait_to_be_told(domain)  # the rules reach the limiter, which tells this queue
-            else:  # another process of a shared crawl took the slot first
-                self._mark_waiting(domain, now + RECHECK_SECONDS)
+        if self.robots is not None and not self.robots.ready(domain):
+            self._fetch_robots(domain, self.robots, now)
             return None
         holder = f"{self._holder_prefix}:{next(self._order)}"
         reservation = self.limiter.try_start(domain, holder)
@@ -178,6 +179,35 @@ class PolitePriorityQueue:
             self._mark_ready(domain)
         request.meta.update({DOMAIN: domain, RESERVATION: reservation, HOLDER: holder})
         return request
+
+    def _fetch_robots(self, domain: str, robots: RobotsService, now: float) -> None:
+        """The domain's robots.txt comes first, on the domain's own slot; its arrival makes the
+        domain ready."""
+        if not robots.fetching(domain):
+            if not robots.room():
+                self._robots_deferred[domain] = None
+                self._wait_to_be_told(domain)  # until a fetch ends (``_bring_back_deferred``)
+                return
+            reservation = self.limiter.try_start(domain, robots_holder(domain))
+            if reservation is not None:
+                robots.claimed(domain, self._schemes.get(domain, "http"), reservation)
+        if robots.fetching(domain):
+            self._wait_to_be_told(domain)  # the rules reach the limiter, which tells this queue
+        else:  # another process of a shared crawl took the slot first
+            self._mark_waiting(domain, now + RECHECK_SECONDS)
+
+    def _bring_back_deferred(self, robots: RobotsService, now: float) -> None:
+        """Start the robots.txt of deferred domains, first deferred first, while there is room."""
+        deferred = self._robots_deferred
+        while deferred and robots.room():
+            domain = next(iter(deferred))
+            del deferred[domain]
+            if domain not in self.queues:
+                continue
+            if robots.ready(domain):  # its rules came another way (a shared crawl's cache)
+                self._mark_ready(domain)
+            else:
+                self._start(domain, now)  # hands nothing out: the rules are not here
 
     def _evict_idle(self, now: float) -> None:
         self._next_sweep = now + min(self.idle_seconds, SWEEP_SECONDS)

@@ -217,15 +217,23 @@ class RedisFrontierQueue(Base):
         # The crawl's mark in the same round trip: after a flush the pop hands nothing out (what
         # it would find was pushed again since, and would be fetched twice), and this says why.
         self._check_mark()
-        for shard, count in asks:
+        for (shard, count), robots_room in zip(asks, self._robots_rooms(len(asks))):
             self.link.submit(
                 Op(
-                    send=lambda pipe, shard=shard, count=count: store.call_in(
-                        shard, *store.pop_arguments(count, self.lead), client=pipe
+                    send=lambda pipe, shard=shard, count=count, room=robots_room: store.call_in(
+                        shard, *store.pop_arguments(count, self.lead, room), client=pipe
                     ),
                     done=lambda answer, shard=shard, count=count: self._popped(shard, count, answer),
                 )
             )
+
+    def _robots_rooms(self, asks: int) -> list[int | None]:
+        """How many robots.txt claims each of a round's pops may make: together no more than
+        the fetches this process may start (``RobotsService.room``)."""
+        if self.robots is None:
+            return [None] * asks
+        room = self.robots.room()
+        return [room // asks + (1 if n < room % asks else 0) for n in range(asks)]
 
     def _popped(self, shard: str, asked: int, answer: Any) -> None:
         self._popping -= 1

@@ -72,6 +72,8 @@ class RobotsService:
         self.shared_cache: RedisRobotsCache | None = None
         """The crawl's cache in Redis, in a shared crawl."""
         self._fetching: dict[str, asyncio.Future[RobotsEntry]] = {}
+        self.max_fetches = max(1, settings.getint("CONCURRENT_REQUESTS"))
+        """At most this many fetches at once from the frontier: no more than the crawl's requests."""
         self._stored: set[str] = set()
         """Domains whose rules came from the database and have not been used yet."""
         crawler.signals.connect(self.load_stored, signal=signals.spider_opened)
@@ -111,6 +113,10 @@ class RobotsService:
 
     def fetching(self, domain: str) -> bool:
         return domain in self._fetching
+
+    def room(self) -> int:
+        """How many more fetches the frontier may start now."""
+        return max(0, self.max_fetches - len(self._fetching))
 
     def claimed(self, domain: str, scheme: str, reservation: object) -> bool:
         """The frontier reserved the domain's slot for its robots.txt: rules this process has
