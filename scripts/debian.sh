@@ -2,12 +2,13 @@
 # Make sure the Debian packages the tests run are installed, with one apt-get where some are
 # missing: nginx (a real server for re-crawls and HTTP/2), chromium (the dashboard's browser test;
 # Playwright drives it, its own browser downloads are never used), tinyproxy (a real HTTP proxy
-# with basic auth), prometheus (a real scraper of /metrics, and promtool for the alert rules).
+# with basic auth), prometheus (a real scraper of /metrics, and promtool for the alert rules), gcc
+# (the compiled SimHash, scripts/compile.sh, which the tests expect built).
 # Only the binaries are needed: the tests start each with their own configuration on a loopback
 # address and stop it by its PID.
 set -uo pipefail
 # program=package, where the package's binary may live outside PATH (sbin)
-wanted=(nginx=nginx chromium=chromium tinyproxy=tinyproxy promtool=prometheus)
+wanted=(nginx=nginx chromium=chromium tinyproxy=tinyproxy promtool=prometheus gcc=gcc)
 installed() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
 missing=()
 for pair in "${wanted[@]}"; do

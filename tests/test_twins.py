@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from zlib import crc32
 
 import pytest
@@ -16,9 +16,19 @@ from hypothesis import strategies as st
 
 from crawler.redis.keys import delete_matching
 from crawler.redis.link import RedisLink
+from crawler.twins import simhash as simhash_module
 from crawler.twins.index_local import Twin, TwinIndex
 from crawler.twins.index_redis import RedisTwinIndex
-from crawler.twins.simhash import BITS, MIN_WORDS, SHINGLE_WORDS, as_hex, blocks, distance, simhash
+from crawler.twins.simhash import (
+    BITS,
+    MIN_WORDS,
+    SHINGLE_WORDS,
+    as_hex,
+    blocks,
+    distance,
+    simhash,
+    simhash_in_python,
+)
 
 WORDS = st.text(alphabet="abcdeé日1 ", min_size=1, max_size=6).map(lambda w: w.replace(" ", "") or "x")
 
@@ -45,11 +55,58 @@ def _reference(text: str) -> int | None:
     return sum(1 << bit for bit in range(BITS) if 2 * counts[bit] > shingles)
 
 
+COMPILED_MISSING = "crawler/twins/_simhash.c is not built: scripts/compile.sh builds it (it needs a C compiler)"
+
+
+def _implementation(name: str) -> Callable[[str], int | None]:
+    """``simhash`` computed by the compiled module or by the Python one."""
+    compute = simhash_module._compiled if name == "compiled" else simhash_in_python
+    assert compute is not None, COMPILED_MISSING
+
+    def fingerprint(text: str) -> int | None:
+        words = text.encode("utf-8", "surrogatepass").split()
+        return compute(words) if len(words) >= MIN_WORDS else None
+
+    return fingerprint
+
+
+IMPLEMENTATIONS = ("compiled", "python")
+
+
+def test_the_crawl_takes_the_compiled_simhash() -> None:
+    assert simhash_module.COMPILED, COMPILED_MISSING
+    words = " ".join(_article(6, 50)).encode().split()
+    assert simhash_module.simhash_of_words(words) == simhash_module._compiled(words) == simhash_in_python(words)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @settings(max_examples=300, deadline=None)
-@given(st.lists(WORDS, max_size=60), st.sampled_from([" ", "\n", "  \t"]))
-def test_the_fingerprint_is_the_textbook_simhash_of_three_word_shingles(words: list[str], space: str) -> None:
+@given(words=st.lists(WORDS, max_size=60), space=st.sampled_from([" ", "\n", "  \t"]))
+def test_the_fingerprint_is_the_textbook_simhash_of_three_word_shingles(
+    implementation: str, words: list[str], space: str
+) -> None:
     text = space.join(words)
-    assert simhash(text) == _reference(text)
+    assert _implementation(implementation)(text) == _reference(text)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("length", [3, 255, 256, 257, 511, 512, 2000])
+def test_long_texts_are_the_textbook_simhash_too(implementation: str, length: int) -> None:
+    # Few distinct words, so that votes are close and a miscount shows; past 255 shingles the
+    # compiled counts are added up from their bytes.
+    text = " ".join(f"w{n % 7}{n % 5}" for n in range(length + SHINGLE_WORDS - 1))
+    assert _implementation(implementation)(text) == _reference(text)
+
+
+def test_the_compiled_simhash_refuses_what_is_not_a_list_of_bytes() -> None:
+    compute = simhash_module._compiled
+    assert compute is not None, COMPILED_MISSING
+    with pytest.raises(TypeError, match="list of bytes"):
+        compute((b"a", b"b", b"c"))
+    with pytest.raises(TypeError, match="list of bytes"):
+        compute([b"a", "b", b"c"])
+    with pytest.raises(ValueError, match="three words"):
+        compute([b"a", b"b"])
 
 
 def test_too_short_a_text_has_no_fingerprint() -> None:
@@ -92,9 +149,10 @@ STORED_FINGERPRINTS = {
 }
 
 
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize(("text", "stored"), STORED_FINGERPRINTS.values(), ids=STORED_FINGERPRINTS.keys())
-def test_fingerprints_are_those_earlier_versions_stored(text: str, stored: str) -> None:
-    assert as_hex(simhash(text)) == stored
+def test_fingerprints_are_those_earlier_versions_stored(implementation: str, text: str, stored: str) -> None:
+    assert as_hex(_implementation(implementation)(text)) == stored
 
 
 def test_word_order_matters() -> None:
