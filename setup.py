@@ -1,11 +1,13 @@
-"""Packaging for scrapyd (``scrapyd-deploy`` builds an egg from this), and the build of the one
-compiled module (``scripts/compile.sh`` builds it in place).
+"""Packaging for scrapyd (``scrapyd-deploy`` builds an egg from this). The egg is Python only:
+the compiled SimHash (``scripts/compile.sh``) is left out, as an egg loads a compiled module
+through a stub that needs a writable cache and does not check the module's Python version; the
+scrapyd host computes the same fingerprints in Python.
 
 Files other than Python modules (the frontier's Lua script) are package data, read through
 ``importlib.resources`` so that they load from a zipped egg too.
 """
 
-from setuptools import Extension, find_packages, setup
+from setuptools import find_packages, setup
 
 setup(
     name="crawler",
@@ -17,8 +19,6 @@ setup(
         "crawler": ["**/*.lua"],
         "crawler.api": ["static/*.html", "static/*.js", "static/*.css", "static/*.svg"],
     },
-    # The SimHash in C: optional, as the Python one gives the same fingerprints where it is not built.
-    ext_modules=[Extension("crawler.twins._simhash", ["crawler/twins/_simhash.c"], optional=True)],
     entry_points={"scrapy": ["settings = crawler.settings"]},
     python_requires=">=3.11",
 )

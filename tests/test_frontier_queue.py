@@ -203,6 +203,22 @@ def test_robots_txt_fetches_wait_for_room_and_start_in_the_order_their_domains_c
     assert sorted(urls) == sorted(f"http://{domain}/1" for domain in domains)
 
 
+def test_a_deferred_robots_txt_of_a_higher_priority_starts_first(clock: FakeClock) -> None:
+    queue, limiter = _queue(clock)
+    robots = FetchedRobots(limiter, max_fetches=2)
+    queue.robots = robots
+    for n in range(50):
+        queue.push(Request(f"http://site{n}.example/1"))
+    assert queue.pop() is None and robots.fetched == ["site0.example", "site1.example"]
+    queue.push(Request("http://urgent.example/1", priority=100))
+    queue.push(Request("http://site9.example/2", priority=50))  # already in line: moves ahead
+    assert queue.pop() is None
+    for domain in robots.fetched:
+        limiter.sent(domain)
+        robots.arrive(domain)
+    assert queue.pop() is None and robots.fetched[2:] == ["urgent.example", "site9.example"]
+
+
 def test_the_queue_evicts_the_state_of_idle_domains_with_nothing_queued(clock: FakeClock) -> None:
     limiter = DomainLimiter(Policy(PolicyConfig(default_delay=1.0)), clock)
     crawler = get_crawler(Spider, {"CRAWLER_DOMAIN_IDLE_SECONDS": 600.0})

@@ -21,7 +21,7 @@ from crawler.politeness.limiter_redis import GRANT_FRESH_SECONDS, RedisDomainLim
 from crawler.politeness.policy import Policy, PolicyConfig
 from crawler.politeness.slots import SEND_WINDOW, stale_after
 from crawler.redis.link import Op, RedisLink
-from crawler.redis.store import FrontierConfig, FrontierStore, parse_pop
+from crawler.redis.store import FrontierConfig, FrontierStore
 from crawler.services import CrawlServices
 from crawler.signals import request_not_sent
 from tests.conftest import REDIS_URL
@@ -279,23 +279,6 @@ def test_robots_txt_is_fetched_once_for_all_processes(
     assert two.pop().kind == "none"  # another process fetches it: wait
     one.robots_stored("a", clock.now + 3600)
     assert _popped_url(two) == "http://a/0"
-
-
-def test_a_pop_makes_no_more_robots_txt_claims_than_it_is_given_room_for(
-    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
-) -> None:
-    config = FrontierConfig(default_delay=1.0, default_concurrency=2, robots=True, lease_seconds=30.0)
-    store = FrontierStore(redis_client, crawl_keys(crawl_name), config, clock=clock, shards=1)  # a, b, c in one
-    for domain in "abc":
-        _push(store, f"http://{domain}/0")
-    store.robots_stored("c", clock.now + 3600)  # c's rules are known: its request may go
-    shard = store.shard_of("a")
-    batch = parse_pop(store.call_in(shard, *store.pop_arguments(10, 0.0, robots_room=1)))
-    assert sorted((popped.kind, popped.domain) for popped in batch.popped) == [("request", "c"), ("robots", "a")]
-    batch = parse_pop(store.call_in(shard, *store.pop_arguments(10, 0.0, robots_room=0)))
-    assert batch.popped == []  # b waits for room, not passed to another process's claim
-    batch = parse_pop(store.call_in(shard, *store.pop_arguments(10, 0.0)))
-    assert [(popped.kind, popped.domain) for popped in batch.popped] == [("robots", "b")]
 
 
 def test_a_worker_whose_crawl_s_keys_vanished_reserves_nothing_in_their_place(

@@ -101,9 +101,9 @@ def test_long_texts_are_the_textbook_simhash_too(implementation: str, length: in
 def test_the_compiled_simhash_refuses_what_is_not_a_list_of_bytes() -> None:
     compute = simhash_module._compiled
     assert compute is not None, COMPILED_MISSING
-    with pytest.raises(TypeError, match="list of bytes"):
+    with pytest.raises(TypeError, match="a list of bytes, not tuple"):
         compute((b"a", b"b", b"c"))
-    with pytest.raises(TypeError, match="list of bytes"):
+    with pytest.raises(TypeError, match="a list of bytes, not of str"):
         compute([b"a", "b", b"c"])
     with pytest.raises(ValueError, match="three words"):
         compute([b"a", b"b"])

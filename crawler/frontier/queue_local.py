@@ -18,8 +18,8 @@ process is fetching is on neither: only the arrival of the rules brings it back,
 opens thousands of domains at once does not look at each of them every second meanwhile. Nor
 does one pop start the robots.txt of thousands of domains at once (a connection and a file
 descriptor each, all begun before the engine's count of requests in flight could stop it): a
-domain whose fetch finds no room (``RobotsService.room``) is deferred, and brought back, first
-deferred first, as fetches end.
+domain whose fetch finds no room (``RobotsService.room``) is deferred, and brought back as
+fetches end, highest priority first, then first deferred first.
 
 In a shared crawl, ``RedisFrontierQueue`` keeps the same queues in Redis; this queue then holds
 only the requests that cannot be shared (they carry objects of this process).
@@ -90,8 +90,10 @@ class PolitePriorityQueue:
         self._entry: dict[str, int] = {}  # domain -> its live entry; older ones are skipped
         self._wakeup = EngineWakeup(crawler)
         self._schemes: dict[str, str] = {}
-        self._robots_deferred: dict[str, None] = {}
-        """Domains whose robots.txt found no room among the fetches in flight, first deferred first."""
+        self._robots_deferred: list[tuple[int, int, str]] = []  # (curprio, entry, domain): a heap
+        """Domains whose robots.txt found no room among the fetches in flight: highest priority,
+        then first deferred, first (``_deferred``: each one's live entry)."""
+        self._deferred: dict[str, tuple[int, int]] = {}
         self._holder_prefix = f"local-{uuid.uuid4().hex[:12]}"  # unique among a shared crawl's processes
         self.idle_seconds = crawler.settings.getfloat("CRAWLER_DOMAIN_IDLE_SECONDS")
         self._next_sweep = self.limiter.clock() + min(self.idle_seconds, SWEEP_SECONDS)
@@ -185,7 +187,7 @@ class PolitePriorityQueue:
         domain ready."""
         if not robots.fetching(domain):
             if not robots.room():
-                self._robots_deferred[domain] = None
+                self._defer_robots(domain)
                 self._wait_to_be_told(domain)  # until a fetch ends (``_bring_back_deferred``)
                 return
             reservation = self.limiter.try_start(domain, robots_holder(domain))
@@ -196,12 +198,23 @@ class PolitePriorityQueue:
         else:  # another process of a shared crawl took the slot first
             self._mark_waiting(domain, now + RECHECK_SECONDS)
 
+    def _defer_robots(self, domain: str) -> None:
+        """In line for a robots.txt fetch; a domain already in line keeps its place unless its
+        priority rose."""
+        priority = self.queues[domain].curprio
+        live = self._deferred.get(domain)
+        if live is None or priority < live[0]:
+            entry = self._deferred[domain] = (priority, next(self._order))
+            heapq.heappush(self._robots_deferred, (*entry, domain))
+
     def _bring_back_deferred(self, robots: RobotsService, now: float) -> None:
-        """Start the robots.txt of deferred domains, first deferred first, while there is room."""
+        """Start the robots.txt of deferred domains, in their order, while there is room."""
         deferred = self._robots_deferred
         while deferred and robots.room():
-            domain = next(iter(deferred))
-            del deferred[domain]
+            priority, entry, domain = heapq.heappop(deferred)
+            if self._deferred.get(domain) != (priority, entry):
+                continue  # replaced by an entry of a higher priority
+            del self._deferred[domain]
             if domain not in self.queues:
                 continue
             if robots.ready(domain):  # its rules came another way (a shared crawl's cache)

@@ -206,7 +206,12 @@ class RedisFrontierQueue(Base):
             # own heartbeat, 5 s.
             self.wakeup.at(wait)
             return
-        asks = self.shard_choice.asks(time.monotonic(), self.prefetch - len(self.at_hand))
+        wanted = self.prefetch - len(self.at_hand)
+        if self.robots is not None and (wanted := min(wanted, self.robots.room())) == 0:
+            # Any of the requests popped may be a robots.txt claim, fetched at once: none until
+            # a fetch ends, which wakes the engine (``RobotsService``).
+            return
+        asks = self.shard_choice.asks(time.monotonic(), wanted)
         if not asks:
             self._waiting()
             return
@@ -217,23 +222,15 @@ class RedisFrontierQueue(Base):
         # The crawl's mark in the same round trip: after a flush the pop hands nothing out (what
         # it would find was pushed again since, and would be fetched twice), and this says why.
         self._check_mark()
-        for (shard, count), robots_room in zip(asks, self._robots_rooms(len(asks))):
+        for shard, count in asks:
             self.link.submit(
                 Op(
-                    send=lambda pipe, shard=shard, count=count, room=robots_room: store.call_in(
-                        shard, *store.pop_arguments(count, self.lead, room), client=pipe
+                    send=lambda pipe, shard=shard, count=count: store.call_in(
+                        shard, *store.pop_arguments(count, self.lead), client=pipe
                     ),
                     done=lambda answer, shard=shard, count=count: self._popped(shard, count, answer),
                 )
             )
-
-    def _robots_rooms(self, asks: int) -> list[int | None]:
-        """How many robots.txt claims each of a round's pops may make: together no more than
-        the fetches this process may start (``RobotsService.room``)."""
-        if self.robots is None:
-            return [None] * asks
-        room = self.robots.room()
-        return [room // asks + (1 if n < room % asks else 0) for n in range(asks)]
 
     def _popped(self, shard: str, asked: int, answer: Any) -> None:
         self._popping -= 1

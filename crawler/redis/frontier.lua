@@ -274,9 +274,6 @@ end
 
 -- One request (or robots.txt claim) of a ready domain, appended to ``out``; false if none.
 -- ``lead``: a request may be handed out this long before its slot, with the time it may leave.
--- ``robots_room``: how many robots.txt claims the pop may still make (a domain whose rules are
--- pending is passed over when none).
-local robots_room = math.huge
 local function pop_one(out, lead, refill_below)
   local candidates = redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now + lead, 'LIMIT', 0, 16)
   for _, d in ipairs(candidates) do
@@ -286,10 +283,8 @@ local function pop_one(out, lead, refill_below)
     local k = dkey(d)
     local pending_robots = robots_pending(redis.call('HGET', k, 'robots_until'))
     local available = score <= now or (score <= now + lead and not pending_robots and only_delay_left(d))
-    if pending_robots and robots_room < 1 then available = false end
     if available and (pending_robots or not others_turn(d)) then  -- robots.txt claims take no turns
       if pending_robots then
-        robots_room = robots_room - 1
         -- The domain's robots.txt comes first, fetched once for all processes on the domain's slot.
         redis.call('HSET', k, 'robots_claim', fmt(now + lease_seconds))  -- a dead fetcher's claim expires
         local reservation = reserve(d, 'robots:' .. d)
@@ -369,8 +364,7 @@ elseif op == 'pop' then
   -- ARGV[8]: at most how many; ARGV[9]: the lead (seconds a request may be handed out before its
   -- slot; none if absent); ARGV[10]: 1 from a worker of a begun crawl; ARGV[11]: the length
   -- under which a cold domain's queue is refilled from the table (0 or absent: no spill);
-  -- ARGV[12], ARGV[13]: the asking process and its turn time (see Turns; absent: no turns);
-  -- ARGV[14]: at most how many robots.txt claims (absent or empty: no limit). Returns now, then
+  -- ARGV[12], ARGV[13]: the asking process and its turn time (see Turns; absent: no turns). Returns now, then
   -- kind/domain/request/reservation/seconds from now until it may leave, five at a time (kind
   -- ``dead``: a request past the delivery cap, for a row), then the seconds until anything may
   -- be handed out ('' when nothing is queued, delayed or leased) if fewer came.
@@ -383,7 +377,6 @@ elseif op == 'pop' then
     asker, turn_seconds = ARGV[12], num(ARGV[13], 0)
     forget_gone_askers()
   end
-  robots_room = num(ARGV[14], math.huge)
   for _ = 1, tonumber(ARGV[8]) do
     if not pop_one(out, lead, refill_below) then break end
   end

@@ -258,9 +258,8 @@ class FrontierStore:
             return batch.popped[0]
         return Popped("none", next_ready=None if batch.wait is None else batch.now + batch.wait)
 
-    def pop_arguments(self, count: int, lead: float, robots_room: int | None = None) -> list[Any]:
-        """A pop's operation and arguments, to run in a shard (``call_in``); ``robots_room``: at
-        most how many robots.txt claims it may make (None: no limit)."""
+    def pop_arguments(self, count: int, lead: float) -> list[Any]:
+        """A pop's operation and arguments, to run in a shard (``call_in``)."""
         return [
             "pop",
             count,
@@ -269,7 +268,6 @@ class FrontierStore:
             self.config.refill_below,
             self.process,
             repr(self.config.turn_seconds),
-            "" if robots_room is None else robots_room,
         ]
 
     def pop_many(self, count: int, lead: float = 0.0, shard: str | None = None) -> PopBatch:

@@ -1,6 +1,6 @@
 /* The SimHash of crawler/twins/simhash.py in one call: the same fingerprint, bit for bit, of the
  * words a page's extraction split (a list of bytes), five times faster than the Python one, whose
- * floor is a C call a word. Built in place by scripts/build.sh; without it the Python one runs.
+ * floor is a C call a word. Built in place by scripts/compile.sh; without it the Python one runs.
  *
  * A word's feature is its CRC-32 (zlib's: the polynomial of ISO-HDLC, reflected); a shingle of
  * three words (a, b, c) has the 64 bits  a ^ rotl(b, 8) ^ rotl(c, 16)  (high half) and
@@ -40,7 +40,8 @@ static void add_lanes(uint64_t totals[64], uint64_t lanes[8]) {
 }
 
 static PyObject *simhash_of_words(PyObject *module, PyObject *words) {
-    if (!PyList_Check(words)) return PyErr_Format(PyExc_TypeError, "words: a list of bytes, not %T", words);
+    if (!PyList_Check(words))
+        return PyErr_Format(PyExc_TypeError, "words: a list of bytes, not %.200s", Py_TYPE(words)->tp_name);
     Py_ssize_t count = PyList_GET_SIZE(words);
     if (count < 3) return PyErr_Format(PyExc_ValueError, "a SimHash of three-word shingles needs three words");
     uint32_t *crcs = PyMem_New(uint32_t, count);
@@ -49,7 +50,7 @@ static PyObject *simhash_of_words(PyObject *module, PyObject *words) {
         PyObject *word = PyList_GET_ITEM(words, i);
         if (!PyBytes_Check(word)) {
             PyMem_Free(crcs);
-            return PyErr_Format(PyExc_TypeError, "words: a list of bytes, not of %T", word);
+            return PyErr_Format(PyExc_TypeError, "words: a list of bytes, not of %.200s", Py_TYPE(word)->tp_name);
         }
         crcs[i] = crc32_of((const unsigned char *)PyBytes_AS_STRING(word), PyBytes_GET_SIZE(word));
     }
