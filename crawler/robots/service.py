@@ -73,7 +73,8 @@ class RobotsService:
         """The crawl's cache in Redis, in a shared crawl."""
         self._fetching: dict[str, asyncio.Future[RobotsEntry]] = {}
         self.max_fetches = max(1, settings.getint("CONCURRENT_REQUESTS"))
-        """At most this many fetches at once from the frontier: no more than the crawl's requests."""
+        """At most this many fetches at once from the frontier (``room``), as many as the crawl's
+        requests: the engine does not count a fetch until it has begun."""
         self._stored: set[str] = set()
         """Domains whose rules came from the database and have not been used yet."""
         crawler.signals.connect(self.load_stored, signal=signals.spider_opened)
