@@ -19,7 +19,7 @@ opens thousands of domains at once does not look at each of them every second me
 does one pop start the robots.txt of thousands of domains at once (a connection and a file
 descriptor each, all begun before the engine's count of requests in flight could stop it): a
 domain whose fetch finds no room (``RobotsService.room``) is deferred, and brought back as
-fetches end, highest priority first, then first deferred first.
+fetches end: of the deferred, highest priority first, then first deferred first.
 
 In a shared crawl, ``RedisFrontierQueue`` keeps the same queues in Redis; this queue then holds
 only the requests that cannot be shared (they carry objects of this process).
