@@ -189,7 +189,7 @@ def drain(frontier: FrontierStore, rows_left, patience: float = 6 * CRAWLER_SPIL
                     repeated += key in keys
                     keys.add(key)
                     frontier.call("finish", entry.domain, key, client=pipe)
-                    frontier.call_in(shard, "ack", key, client=pipe)
+                    frontier.ack_in(shard, [key], pipe)
                     popped += 1
                 pipe.execute()
         handed_out += popped

@@ -21,7 +21,7 @@ from crawler.politeness.limiter_redis import GRANT_FRESH_SECONDS, RedisDomainLim
 from crawler.politeness.policy import Policy, PolicyConfig
 from crawler.politeness.slots import SEND_WINDOW, stale_after
 from crawler.redis.link import Op, RedisLink
-from crawler.redis.store import FrontierConfig, FrontierStore
+from crawler.redis.store import FrontierConfig, FrontierStore, Renewal
 from crawler.services import CrawlServices
 from crawler.signals import request_not_sent
 from tests.conftest import REDIS_URL
@@ -234,6 +234,36 @@ def test_an_expired_lease_goes_back_to_the_front_and_frees_its_slot(frontier: Fr
     assert (sizes.queued, sizes.leased, sizes.reclaimed) == (0, 1, 1)
 
 
+def test_a_lease_handed_out_again_is_the_new_holder_s_alone(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    stopped, other = _frontier(redis_client, crawl_name, clock), _frontier(redis_client, crawl_name, clock)
+    _push(stopped, "http://a/0")
+    assert _popped_url(stopped) == "http://a/0"  # then the process stands still past its lease
+    clock.now += 31.0
+    assert _popped_url(other) == "http://a/0"  # reclaimed and handed out again
+    leases = f"{stopped.shard_of('a')}:leases"
+    expiry = redis_client.zscore(leases, "http://a/0")
+    clock.now += 5.0  # the stopped process goes on
+    assert stopped.renew(["http://a/0"], "a") == Renewal(0, ["http://a/0"])
+    stopped.ack(["http://a/0"], "a")  # its own fetch ended: the other's lease stays
+    stopped.release(["http://a/0"], "a", returned=False)
+    assert redis_client.zscore(leases, "http://a/0") == expiry
+    assert stopped.sizes().queued == 0  # not put back behind the other's back
+    assert other.renew(["http://a/0"], "a") == Renewal(1, [])
+    other.ack(["http://a/0"], "a")
+    assert stopped.sizes().leased == 0
+
+
+def test_a_lease_expired_and_not_handed_out_again_is_not_renewed(frontier: FrontierStore, clock: FakeClock) -> None:
+    _push(frontier, "http://a/0")
+    assert _popped_url(frontier) == "http://a/0"
+    clock.now += 31.0
+    frontier.call_in(frontier.shard_of("a"), *frontier.pop_arguments(0, 0.0))  # reclaims it, hands out none
+    assert frontier.renew(["http://a/0"], "a") == Renewal(0, [])
+    assert frontier.sizes().queued == 1
+
+
 def test_acknowledged_requests_are_gone_for_good(frontier: FrontierStore, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     assert _popped_url(frontier) == "http://a/0"
@@ -423,7 +453,7 @@ def test_a_lease_renewed_while_its_page_is_stored_never_expires(frontier: Fronti
     assert _popped_url(frontier) == "http://a/0"
     for _ in range(10):  # 10 lease times (30 s) of a database outage, renewed every 10 s
         clock.now += 10.0
-        assert frontier.renew(["http://a/0", "http://a/never-leased"], "a") == 1
+        assert frontier.renew(["http://a/0", "http://a/never-leased"], "a") == Renewal(1, [])
         assert frontier.pop().kind == "none"
     assert frontier.sizes().reclaimed == 0
 

@@ -14,6 +14,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from crawler.redis.link import REDIS_ERRORS, Op, RedisLink
+from tests.conftest import REDIS_URL
 from tests.throwaway_redis import ThrowawayRedis
 
 pytestmark = pytest.mark.integration
@@ -56,3 +57,21 @@ async def _through_refusals(url: str) -> None:
     # Redis, which it knows how to take, rather than a shut-down thread pool.
     with pytest.raises(REDIS_ERRORS, match="closed"):
         await link.run(lambda client: client.ping())
+
+
+@pytest.mark.redis
+def test_a_failing_callback_is_logged_and_the_link_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    asyncio.run(_past_a_failing_callback())
+    assert "The callback of a Redis operation failed" in caplog.text
+    assert "ZeroDivisionError" in caplog.text
+
+
+async def _past_a_failing_callback() -> None:
+    link = RedisLink(redis.Redis.from_url(REDIS_URL))
+    link.start(retry_seconds=0.05, stats=None)
+    answers: list[Any] = []
+    link.submit(Op(send=lambda pipe: pipe.ping(), done=lambda _: 1 / 0))
+    link.submit(Op(send=lambda pipe: pipe.ping(), done=answers.append))
+    assert await link.drain(5)
+    assert answers == [True]  # the operation after it was answered too
+    link.close()

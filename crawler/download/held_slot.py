@@ -9,9 +9,10 @@ is away), while their leases are renewed or not.
 So a request that has not left within half the send window of the end of that hold takes a
 fresh slot of its domain before it leaves (``reslot``: the domain's delay after its last request
 from any process, with the spacing margin the departure gate adds; its share of the domain's
-concurrency stays its own while its lease does). Its lease is renewed first: lost (held past the
-lease, the frontier handed the request out again), it is fetched twice, a duplicate within the
-lease, never a short gap. A job that ends meanwhile does not wait for the slot (``NotSent``).
+concurrency stays its own while its lease does). Its lease is renewed first. Handed out again to
+another process meanwhile (held past the lease), it is not sent (``NotSent``, no row): that
+process fetches it. Expired and not handed out again yet, it is fetched twice, a duplicate within
+the lease, never a short gap. A job that ends meanwhile does not wait for the slot (``NotSent``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from crawler.services import CrawlServices
 
 if TYPE_CHECKING:
     from crawler.politeness.limiter_redis import RedisDomainLimiter
+    from crawler.redis.store import Renewal
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +55,11 @@ class HeldSlotCheck:
         if self.limiter.clock() - meta[LEAVE_AT] < stale_after(self.limiter.effective_delay(domain)):
             return
         self.stats.inc_value("frontier/slot_stale")
-        if not await self._renewed(domain, meta[HOLDER]):
+        renewal = await self._renewal(domain, meta[HOLDER])
+        if renewal.lost:
+            self.stats.inc_value("frontier/lease_lost_before_sent")
+            raise NotSent("not fetched: its lease lapsed while this process stood still, and another process has it")
+        if not renewal.renewed:
             self.stats.inc_value("frontier/lease_lapsed")
             logger.info(
                 "The lease of %s lapsed before it left (its process held it too long): waiting for a new slot",
@@ -61,10 +67,12 @@ class HeldSlotCheck:
             )
         meta[RESERVATION] = await self._fresh_slot(domain, meta[HOLDER])
 
-    async def _renewed(self, domain: str, key: str) -> bool:
+    async def _renewal(self, domain: str, key: str) -> Renewal:
+        from crawler.redis.store import Renewal  # a shared crawl's (redis is not imported otherwise)
+
         assert self.redis is not None
         store = self.redis.store
-        return bool(await self.redis.link.answer(lambda pipe: store.renew([key], domain, client=pipe)))
+        return Renewal.of(await self.redis.link.answer(lambda pipe: store.renew([key], domain, client=pipe)))
 
     async def _fresh_slot(self, domain: str, holder: str) -> Any:
         limiter = cast("RedisDomainLimiter", self.limiter)  # a shared crawl's (imported only there)

@@ -46,7 +46,7 @@ from crawler.frontier.wakeup import EngineWakeup
 from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.politeness.slots import DOMAIN, HOLDER, LEAVE_AT, RESERVATION, domain_key
 from crawler.redis.link import Op
-from crawler.redis.store import FrontierSizes, FrontierStore, PopBatch, Popped, parse_pop
+from crawler.redis.store import FrontierSizes, FrontierStore, PopBatch, Popped, Renewal, parse_pop
 from crawler.services import CrawlServices
 from crawler.signals import domain_blocked, request_not_sent, rows_committed
 
@@ -340,9 +340,7 @@ class RedisFrontierQueue(Base):
 
             self.link.submit(
                 Op(
-                    send=lambda pipe, shard=shard, shard_keys=shard_keys: store.call_in(
-                        shard, "ack", *shard_keys, client=pipe
-                    ),
+                    send=lambda pipe, shard=shard, shard_keys=shard_keys: store.ack_in(shard, shard_keys, pipe),
                     done=acknowledged,
                 )
             )
@@ -376,8 +374,8 @@ class RedisFrontierQueue(Base):
         for shard, shard_keys in self._by_shard(keys).items():
             self.link.submit(
                 Op(
-                    send=lambda pipe, shard=shard, shard_keys=shard_keys: store.call_in(
-                        shard, "release", int(returned), *shard_keys, client=pipe
+                    send=lambda pipe, shard=shard, shard_keys=shard_keys: store.release_in(
+                        shard, shard_keys, returned=returned, client=pipe
                     )
                 )
             )
@@ -393,12 +391,22 @@ class RedisFrontierQueue(Base):
         if not groups:
             return None
 
-        def renewed(count: Any) -> None:
+        def renewed(renewals: list[Renewal] | None) -> None:
             self._renewing = False
-            self.stats.inc_value("frontier/lease_renewed", int(count or 0))
+            for renewal in renewals or ():
+                self.stats.inc_value("frontier/lease_renewed", renewal.renewed)
+                self._leases_taken(renewal.lost)
 
         store = self.store
-        return Op(run=lambda _: sum(store.renew_in(shard, keys) for shard, keys in groups.items()), done=renewed)
+        return Op(run=lambda _: [store.renew_in(shard, keys) for shard, keys in groups.items()], done=renewed)
+
+    def _leases_taken(self, keys: list[str]) -> None:
+        """Leases another process holds now: handed out again while this one stood still (a
+        SIGSTOP, a frozen machine). Their rows come from there; this one neither renews, ends nor
+        gives them back."""
+        for key in keys:
+            if self.leased.pop(key, None) is not None:
+                self.stats.inc_value("frontier/lease_lost")
 
     def _beat(self) -> None:
         asked_at = time.monotonic()

@@ -20,6 +20,7 @@
 --                          finished request freed a slot of the domain at its concurrency: Turns)
 --   P:inflight:D     zset  holders of D's concurrency (lease keys, robots:D) -> expiry
 --   P:leases         zset  lease key -> expiry;   P:leasedata  hash lease key -> "D<TAB>PRIO<TAB>REQUEST"
+--   P:owners         hash  lease key -> the process it was handed to (a lease is renewed only by it)
 --   P:returns        hash  lease key -> times the request came back unfinished
 --   P:dead           list  "D<TAB>PRIO<TAB>REQUEST" of requests past the delivery cap;
 --   P:dead_new       list  the same, not yet turned into a row by a worker
@@ -195,6 +196,7 @@ local function release_lease(key, front, returned)
   local data = redis.call('HGET', P .. ':leasedata', key)
   redis.call('ZREM', P .. ':leases', key)
   redis.call('HDEL', P .. ':leasedata', key)
+  redis.call('HDEL', P .. ':owners', key)
   if not data then return end
   local d, prio, request = split3(data)
   redis.call('ZREM', inflight_key(d), key)
@@ -206,6 +208,13 @@ local function release_lease(key, front, returned)
     enqueue(d, prio, request, front)
   end
   refresh(d)
+end
+
+-- Whether the lease ``key`` was handed to a process other than ``process`` (it was this one's,
+-- expired while the process stood still, and went to another).
+local function own_lease_of_another(key, process)
+  local owner = redis.call('HGET', P .. ':owners', key)
+  return owner ~= false and owner ~= process
 end
 
 local function housekeeping()
@@ -224,6 +233,7 @@ local function housekeeping()
 end
 
 local asker, turn_seconds = nil, 0  -- set by a worker's pop
+local owner = ''  -- the popping process, whose leases they are (P:owners)
 local turn_until = math.huge  -- the end of the earliest turn the asker left to another process
 local hungrier_found = nil
 
@@ -303,6 +313,7 @@ local function pop_one(out, lead, refill_below)
         local reservation, slot = reserve(d, key)
         redis.call('ZADD', P .. ':leases', now + lease_seconds, key)
         redis.call('HSET', P .. ':leasedata', key, d .. '\t' .. prio .. '\t' .. request)
+        if owner ~= '' then redis.call('HSET', P .. ':owners', key, owner) end
         refresh(d)
         table.insert(out, {'request', d, request, reservation, fmt(slot - now)})
         return true
@@ -347,6 +358,7 @@ if op == 'push' then
   local key = lease_key(request)
   -- a retry or redirect of a leased request takes its lease's place
   if redis.call('ZREM', P .. ':leases', key) == 1 then redis.call('HDEL', P .. ':leasedata', key) end
+  redis.call('HDEL', P .. ':owners', key)
   redis.call('SADD', P .. ':domains', d)
   redis.call('HSETNX', dkey(d), 'scheme', scheme)
   if wait > 0 then
@@ -373,6 +385,7 @@ elseif op == 'pop' then
   local lead = num(ARGV[9], 0)
   local out = {}
   local refill_below = num(ARGV[11], 0)
+  owner = ARGV[12] or ''
   if ARGV[12] and ARGV[12] ~= '' and num(ARGV[13], 0) > 0 then
     asker, turn_seconds = ARGV[12], num(ARGV[13], 0)
     forget_gone_askers()
@@ -408,33 +421,45 @@ elseif op == 'sizes' or op == 'beat' then
   }
 
 elseif op == 'ack' then
-  -- ARGV[8..]: lease keys whose rows are committed
-  for i = 8, #ARGV do
-    redis.call('ZREM', P .. ':leases', ARGV[i])
-    redis.call('HDEL', P .. ':leasedata', ARGV[i])
-    redis.call('HDEL', P .. ':returns', ARGV[i])
+  -- ARGV[8]: the process; ARGV[9..]: lease keys whose rows it committed. A lease handed out again
+  -- to another process is left to it (its row comes from there).
+  for i = 9, #ARGV do
+    if not own_lease_of_another(ARGV[i], ARGV[8]) then
+      redis.call('ZREM', P .. ':leases', ARGV[i])
+      redis.call('HDEL', P .. ':leasedata', ARGV[i])
+      redis.call('HDEL', P .. ':owners', ARGV[i])
+      redis.call('HDEL', P .. ':returns', ARGV[i])
+    end
   end
   return 1
 
 elseif op == 'release' then
   -- ARGV[8]: 1 if these requests came back unfinished (counted against the delivery cap), 0 if
-  -- they were never started; ARGV[9..]: lease keys given back, to the front of their queues
-  for i = 9, #ARGV do release_lease(ARGV[i], true, ARGV[8] == '1') end
+  -- they were never started; ARGV[9]: the process; ARGV[10..]: lease keys it gives back, to the
+  -- front of their queues (but a lease handed out again to another process, which is that one's)
+  for i = 10, #ARGV do
+    if not own_lease_of_another(ARGV[i], ARGV[9]) then release_lease(ARGV[i], true, ARGV[8] == '1') end
+  end
   return 1
 
 elseif op == 'renew' then
-  -- ARGV[8..]: lease keys still being worked on (fetched, or their rows being stored): their
-  -- leases and the concurrency they hold run for another lease time from now.
-  local renewed = 0
-  for i = 8, #ARGV do
+  -- ARGV[8]: the renewing process; ARGV[9..]: lease keys it is still working on (fetched, or their
+  -- rows being stored): their leases and the concurrency they hold run for another lease time
+  -- from now. Returns how many were renewed, then the keys handed out again to another process
+  -- since (this one stopped for longer than a lease): their leases are that process's, and this
+  -- one must neither extend nor end them. A key expired and not handed out again is neither.
+  local process, answer = ARGV[8], {0}
+  for i = 9, #ARGV do
     local key = ARGV[i]
-    if redis.call('ZADD', P .. ':leases', 'XX', 'CH', now + lease_seconds, key) == 1 then
-      renewed = renewed + 1
+    if own_lease_of_another(key, process) then
+      table.insert(answer, key)
+    elseif redis.call('ZADD', P .. ':leases', 'XX', 'CH', now + lease_seconds, key) == 1 then
+      answer[1] = answer[1] + 1
       local d = split3(redis.call('HGET', P .. ':leasedata', key) or '')
       if d then redis.call('ZADD', inflight_key(d), 'XX', now + lease_seconds, key) end
     end
   end
-  return renewed
+  return answer
 
 elseif op == 'try_reserve' or op == 'reslot' then
   -- ARGV[8], ARGV[9]: domain, holder; ARGV[10] as pop's. ``try_reserve``: for requests this

@@ -170,7 +170,10 @@ class RedisLink:
                 self._busy = False
             for op, result in attempt.answered:
                 if op.done is not None:
-                    op.done(result)
+                    try:
+                        op.done(result)
+                    except Exception:  # a bug in one caller must not stop every other's Redis
+                        logger.exception("The callback of a Redis operation failed")
             self._ops.extendleft(reversed(attempt.unanswered))  # tried again, in order
             if attempt.error is None:
                 self._recovered()

@@ -298,26 +298,32 @@ class FrontierStore:
 
     def ack(self, keys: Iterable[str], domain: str) -> None:
         """Acknowledge leases of requests handed out for ``domain``."""
-        keys = list(keys)
-        if keys:
-            self.call_in(self.shard_of(domain), "ack", *keys)
+        self.ack_in(self.shard_of(domain), keys)
+
+    def ack_in(self, shard: str, keys: Iterable[str], client: Any = None) -> Any:
+        """Acknowledge this process's leases of ``shard`` (or, with a pipeline as ``client``,
+        queue it there); a lease handed out again to another process is left to it."""
+        return self.call_in(shard, "ack", self.process, *keys, client=client)
 
     def release(self, keys: Iterable[str], domain: str, *, returned: bool = True) -> None:
         """Put leased requests of ``domain`` back at the front of its queues; ``returned``: they
         were handed out and came back unfinished (counted against the delivery cap)."""
-        keys = list(keys)
-        if keys:
-            self.call_in(self.shard_of(domain), "release", int(returned), *keys)
+        self.release_in(self.shard_of(domain), keys, returned=returned)
 
-    def renew(self, keys: Iterable[str], domain: str, client: Any = None) -> int:
-        """Extend the leases of ``domain`` still held; how many were (or, with a pipeline as
-        ``client``, queue it there)."""
+    def release_in(self, shard: str, keys: Iterable[str], *, returned: bool, client: Any = None) -> Any:
+        """``release`` in ``shard`` (or queued on the pipeline ``client``); a lease handed out
+        again to another process is left to it."""
+        return self.call_in(shard, "release", int(returned), self.process, *keys, client=client)
+
+    def renew(self, keys: Iterable[str], domain: str, client: Any = None) -> Any:
+        """Extend the leases of ``domain`` this process still holds (``renew_in``)."""
         return self.renew_in(self.shard_of(domain), keys, client)
 
-    def renew_in(self, shard: str, keys: Iterable[str], client: Any = None) -> int:
-        """Extend the leases of ``shard`` still held; how many were."""
-        keys = list(keys)
-        return self.call_in(shard, "renew", *keys, client=client) if keys else 0
+    def renew_in(self, shard: str, keys: Iterable[str], client: Any = None) -> Any:
+        """Extend the leases of ``shard`` this process still holds: a ``Renewal`` (or, with a
+        pipeline as ``client``, the command queued there, whose answer ``Renewal.of`` reads)."""
+        answer = self.call_in(shard, "renew", self.process, *keys, client=client)
+        return answer if client is not None else Renewal.of(answer)
 
     def sizes(self, *, beat: bool = False) -> FrontierSizes:
         """The sum of the shards'; ``beat``: asked by a worker of the crawl, which keeps the
@@ -518,6 +524,21 @@ class FrontierStore:
                 pipe.set(mark, COMPLETE, ex=COMPLETE_SECONDS)
             pipe.execute()
         return deleted
+
+
+@dataclass(frozen=True, slots=True)
+class Renewal:
+    """What a ``renew`` did: how many leases it extended, and the keys whose leases are another
+    process's now (this one stopped for longer than a lease; the request went to that one)."""
+
+    renewed: int
+    lost: list[str]
+
+    @classmethod
+    def of(cls, answer: list[Any] | None) -> Renewal:
+        if not answer:
+            return cls(0, [])
+        return cls(int(answer[0]), [as_text(key) for key in answer[1:]])
 
 
 def parse_pop(answer: list[Any]) -> PopBatch:
