@@ -4,6 +4,7 @@ both frontiers share are ``test_frontier_contract``'s."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from pathlib import Path
@@ -15,11 +16,14 @@ from scrapy.squeues import FifoMemoryQueue
 from scrapy.utils.test import get_crawler
 
 import crawler.redis
+from crawler.download.held_slot import HeldSlotCheck
+from crawler.exceptions import NotSent
 from crawler.frontier.queue_local import PolitePriorityQueue
 from crawler.frontier.queue_redis import RedisFrontierQueue
+from crawler.middlewares.limiter import LimiterMiddleware
 from crawler.politeness.limiter_redis import GRANT_FRESH_SECONDS, RedisDomainLimiter
 from crawler.politeness.policy import Policy, PolicyConfig
-from crawler.politeness.slots import SEND_WINDOW, stale_after
+from crawler.politeness.slots import LEAVE_AT, SEND_WINDOW, stale_after
 from crawler.redis.link import Op, RedisLink
 from crawler.redis.store import FrontierConfig, FrontierStore, Renewal
 from crawler.services import CrawlServices
@@ -253,6 +257,7 @@ def test_a_lease_handed_out_again_is_the_new_holder_s_alone(
     assert other.renew(["http://a/0"], "a") == Renewal(1, [])
     other.ack(["http://a/0"], "a")
     assert stopped.sizes().leased == 0
+    assert redis_client.hlen(f"{stopped.shard_of('a')}:owners") == 0
 
 
 def test_a_lease_expired_and_not_handed_out_again_is_not_renewed(frontier: FrontierStore, clock: FakeClock) -> None:
@@ -260,6 +265,7 @@ def test_a_lease_expired_and_not_handed_out_again_is_not_renewed(frontier: Front
     assert _popped_url(frontier) == "http://a/0"
     clock.now += 31.0
     frontier.call_in(frontier.shard_of("a"), *frontier.pop_arguments(0, 0.0))  # reclaims it, hands out none
+    assert not frontier.client.hexists(f"{frontier.shard_of('a')}:owners", "http://a/0")  # nobody's
     assert frontier.renew(["http://a/0"], "a") == Renewal(0, [])
     assert frontier.sizes().queued == 1
 
@@ -613,3 +619,38 @@ def test_a_fresh_slot_given_back_leaves_its_request_s_share(
     keeper.can_start("a")  # given back
     link.answer_all()
     assert redis_client.zrange(f"{store.shard_of('a')}:inflight:a", 0, -1) == [key.encode()]
+
+
+def test_a_stale_request_whose_lease_went_to_another_process_is_not_sent_and_leaves_its_slot_alone(
+    crawl_name: str,
+) -> None:
+    settings = project_settings(
+        REDIS_URL=REDIS_URL,
+        CRAWLER_CRAWL_ID=crawl_name,
+        ROBOTSTXT_OBEY=False,
+        CRAWLER_LEASE_SECONDS=0.5,
+        CRAWLER_DEFAULT_DELAY=0.0,
+        CRAWLER_MIN_DELAY=0.0,
+    )
+    crawler = get_crawler(PageSpider, settings)
+    spider = PageSpider.from_crawler(crawler)
+    queue = RedisFrontierQueue(CrawlServices.of(crawler).redis.client, spider, crawl_keys(crawl_name))  # type: ignore[union-attr]
+    queue.push(Request("http://a.test/0"))
+    request = next(filter(None, (queue.pop() for _ in range(5))), None)  # the link not started: at once
+    assert request is not None
+    time.sleep(0.6)  # this process stands still past its lease; another takes the request
+    other = FrontierStore(queue.store.client, crawl_keys(crawl_name), queue.store.config)
+    popped = other.pop_many(1, shard=other.shard_of("a.test")).popped
+    assert [entry.kind for entry in popped] == ["request"]
+    inflight = f"{other.shard_of('a.test')}:inflight:a.test"
+    assert queue.store.client.zrange(inflight, 0, -1) == [b"http://a.test/0"]
+    request.meta[LEAVE_AT] -= 60  # it waited long enough for its slot to be stale
+    limiter_middleware = LimiterMiddleware.from_crawler(crawler)
+    with pytest.raises(NotSent, match="another process has it"):
+        asyncio.run(HeldSlotCheck(crawler).keep_or_renew("a.test", request))
+    limiter_middleware.process_exception(request, NotSent("not sent"))
+    assert queue.store.client.zrange(inflight, 0, -1) == [b"http://a.test/0"]  # the other's share
+    crawler.signals.send_catch_log(signal=request_not_sent, request=request)
+    sizes = queue.store.sizes()
+    assert (sizes.queued, sizes.leased) == (0, 1)  # the other's lease: not given back
+    assert crawler.stats.get_value("frontier/lease_lost_before_sent") == 1

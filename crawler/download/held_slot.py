@@ -58,6 +58,9 @@ class HeldSlotCheck:
         renewal = await self._renewal(domain, meta[HOLDER])
         if renewal.lost:
             self.stats.inc_value("frontier/lease_lost_before_sent")
+            # The slot and the share of the concurrency its key names are the other process's now.
+            meta.pop(HOLDER)
+            meta.pop(RESERVATION, None)
             raise NotSent("not fetched: its lease lapsed while this process stood still, and another process has it")
         if not renewal.renewed:
             self.stats.inc_value("frontier/lease_lapsed")

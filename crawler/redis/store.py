@@ -298,7 +298,8 @@ class FrontierStore:
 
     def ack(self, keys: Iterable[str], domain: str) -> None:
         """Acknowledge leases of requests handed out for ``domain``."""
-        self.ack_in(self.shard_of(domain), keys)
+        if keys := list(keys):
+            self.ack_in(self.shard_of(domain), keys)
 
     def ack_in(self, shard: str, keys: Iterable[str], client: Any = None) -> Any:
         """Acknowledge this process's leases of ``shard`` (or, with a pipeline as ``client``,
@@ -308,7 +309,8 @@ class FrontierStore:
     def release(self, keys: Iterable[str], domain: str, *, returned: bool = True) -> None:
         """Put leased requests of ``domain`` back at the front of its queues; ``returned``: they
         were handed out and came back unfinished (counted against the delivery cap)."""
-        self.release_in(self.shard_of(domain), keys, returned=returned)
+        if keys := list(keys):
+            self.release_in(self.shard_of(domain), keys, returned=returned)
 
     def release_in(self, shard: str, keys: Iterable[str], *, returned: bool, client: Any = None) -> Any:
         """``release`` in ``shard`` (or queued on the pipeline ``client``); a lease handed out
