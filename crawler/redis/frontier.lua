@@ -189,14 +189,19 @@ local function can_start(d, holding)
   return math.max(num(f[1], 0), num(f[2], 0)) <= now and room
 end
 
+-- The lease ``key`` ends: its expiry, its request and its holder.
+local function end_lease(key)
+  redis.call('ZREM', P .. ':leases', key)
+  redis.call('HDEL', P .. ':leasedata', key)
+  redis.call('HDEL', P .. ':owners', key)
+end
+
 -- A leased request comes back to its queue. ``returned``: it came back unfinished (a dead
 -- worker, a failed callback, a worker closing while it was in flight), which counts towards
 -- the delivery cap; past the cap it goes to the dead-letter list instead.
 local function release_lease(key, front, returned)
   local data = redis.call('HGET', P .. ':leasedata', key)
-  redis.call('ZREM', P .. ':leases', key)
-  redis.call('HDEL', P .. ':leasedata', key)
-  redis.call('HDEL', P .. ':owners', key)
+  end_lease(key)
   if not data then return end
   local d, prio, request = split3(data)
   redis.call('ZREM', inflight_key(d), key)
@@ -357,8 +362,7 @@ if op == 'push' then
   if ARGV[14] and not mark_seen(ARGV[14], ARGV[15], {unpack(ARGV, 16)}) then return 0 end
   local key = lease_key(request)
   -- a retry or redirect of a leased request takes its lease's place
-  if redis.call('ZREM', P .. ':leases', key) == 1 then redis.call('HDEL', P .. ':leasedata', key) end
-  redis.call('HDEL', P .. ':owners', key)
+  end_lease(key)
   redis.call('SADD', P .. ':domains', d)
   redis.call('HSETNX', dkey(d), 'scheme', scheme)
   if wait > 0 then
@@ -425,9 +429,7 @@ elseif op == 'ack' then
   -- to another process is left to it (its row comes from there).
   for i = 9, #ARGV do
     if not own_lease_of_another(ARGV[i], ARGV[8]) then
-      redis.call('ZREM', P .. ':leases', ARGV[i])
-      redis.call('HDEL', P .. ':leasedata', ARGV[i])
-      redis.call('HDEL', P .. ':owners', ARGV[i])
+      end_lease(ARGV[i])
       redis.call('HDEL', P .. ':returns', ARGV[i])
     end
   end
