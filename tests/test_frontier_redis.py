@@ -260,6 +260,21 @@ def test_a_lease_handed_out_again_is_the_new_holder_s_alone(
     assert redis_client.hlen(f"{stopped.shard_of('a')}:owners") == 0
 
 
+def test_a_request_finished_after_its_lease_went_to_another_process_leaves_that_one_s_share(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    stopped, other = _frontier(redis_client, crawl_name, clock), _frontier(redis_client, crawl_name, clock)
+    _push(stopped, "http://a/0")
+    assert _popped_url(stopped) == "http://a/0"  # then the process stands still past its lease
+    clock.now += 31.0
+    assert _popped_url(other) == "http://a/0"
+    inflight = f"{stopped.shard_of('a')}:inflight:a"
+    stopped.finish("a", "http://a/0")  # the answer to its request, sent before it stood still
+    assert redis_client.zrange(inflight, 0, -1) == [b"http://a/0"]  # the other's share
+    other.finish("a", "http://a/0")
+    assert redis_client.zrange(inflight, 0, -1) == []
+
+
 def test_a_lease_expired_and_not_handed_out_again_is_not_renewed(frontier: FrontierStore, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     assert _popped_url(frontier) == "http://a/0"

@@ -247,7 +247,8 @@ class RedisDomainLimiter(DomainLimiter):
 
     def finish(self, domain: str, holder: str = "") -> None:
         self.policy.finish(self.state(domain))
-        self._op("finish", domain, holder)
+        store = self.store
+        self.link.submit(Op(send=lambda pipe: store.finish(domain, holder, client=pipe)))
         self.may_be_ready(domain)
 
     # --- outcomes ----------------------------------------------------------------------------

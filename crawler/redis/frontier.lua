@@ -521,10 +521,12 @@ elseif op == 'give_back' then
   return 1
 
 elseif op == 'finish' then
-  -- ARGV[8], ARGV[9]: domain, holder
+  -- ARGV[8..10]: domain, holder, the process. A holder that is a lease handed out again to
+  -- another process (this one stood still past it) is that process's share now: left to it.
   local d = ARGV[8]
   local full = holders(d) >= num(redis.call('HGET', dkey(d), 'limit'), default_limit)
-  if redis.call('ZREM', inflight_key(d), ARGV[9]) == 1 and full then
+  if not own_lease_of_another(ARGV[9], ARGV[10])
+      and redis.call('ZREM', inflight_key(d), ARGV[9]) == 1 and full then
     redis.call('HSET', dkey(d), 'freed', fmt(now))  -- a slot of a full domain: see Turns
   end
   refresh(d)

@@ -416,8 +416,10 @@ class FrontierStore:
     def unreserve(self, domain: str, reservation: str) -> None:
         self.call("unreserve", domain, reservation)
 
-    def finish(self, domain: str, holder: str) -> None:
-        self.call("finish", domain, holder)
+    def finish(self, domain: str, holder: str, *, client: Any = None) -> None:
+        """The request of ``holder`` finished: its share of the domain's concurrency is free (but
+        a lease handed out again to another process, whose share it is now)."""
+        self.call("finish", domain, holder, self.process, client=client)
 
     def update(self, domain: str, fields: dict[str, Any], *, client: Any = None) -> None:
         pairs = [str(part) for item in fields.items() for part in item]
