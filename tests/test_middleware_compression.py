@@ -1,4 +1,4 @@
-"""Decompression without charset detection on the compressed bytes, gzip in one call to zlib."""
+"""Decompression without charset detection on the compressed bytes, gzip in one call to zlib-ng."""
 
 from __future__ import annotations
 
