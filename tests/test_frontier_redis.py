@@ -275,6 +275,26 @@ def test_a_request_finished_after_its_lease_went_to_another_process_leaves_that_
     assert redis_client.zrange(inflight, 0, -1) == []
 
 
+def test_a_retry_or_redirect_of_a_lease_that_went_to_another_process_is_left_to_that_one(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    stopped, other = _frontier(redis_client, crawl_name, clock), _frontier(redis_client, crawl_name, clock)
+    _push(stopped, "http://a/0")
+    assert _popped_url(stopped) == "http://a/0"  # then the process stands still past its lease
+    clock.now += 31.0
+    assert _popped_url(other) == "http://a/0"
+    leases = f"{stopped.shard_of('a')}:leases"
+    expiry = redis_client.zscore(leases, "http://a/0")
+    seen = ("set", stopped.key("seen", "7"), "-1234567890123")
+    assert not stopped.push("a", 0, "http://a/0\t{}")  # a retry of its answer from before the stop
+    assert not stopped.push("a", 0, "http://a/0\t{\"url\": \"http://a/1\"}", seen=seen)  # a redirect
+    assert redis_client.zscore(leases, "http://a/0") == expiry  # the other's lease goes on
+    assert not redis_client.sismember(seen[1], seen[2])  # the other's redirect will be queued
+    assert stopped.sizes().queued == 0
+    assert other.push("a", 0, "http://a/0\t{}")  # its own retry takes its lease's place
+    assert (stopped.sizes().queued, stopped.sizes().leased) == (1, 0)
+
+
 def test_a_lease_expired_and_not_handed_out_again_is_not_renewed(frontier: FrontierStore, clock: FakeClock) -> None:
     _push(frontier, "http://a/0")
     assert _popped_url(frontier) == "http://a/0"
@@ -669,3 +689,28 @@ def test_a_stale_request_whose_lease_went_to_another_process_is_not_sent_and_lea
     sizes = queue.store.sizes()
     assert (sizes.queued, sizes.leased) == (0, 1)  # the other's lease: not given back
     assert crawler.stats.get_value("frontier/lease_lost_before_sent") == 1
+
+
+def test_a_worker_back_from_a_stop_forgets_a_lease_whose_retry_another_process_has(crawl_name: str) -> None:
+    settings = project_settings(
+        REDIS_URL=REDIS_URL,
+        CRAWLER_CRAWL_ID=crawl_name,
+        ROBOTSTXT_OBEY=False,
+        CRAWLER_LEASE_SECONDS=0.5,
+        CRAWLER_DEFAULT_DELAY=0.0,
+        CRAWLER_MIN_DELAY=0.0,
+    )
+    crawler = get_crawler(PageSpider, settings)
+    spider = PageSpider.from_crawler(crawler)
+    queue = RedisFrontierQueue(CrawlServices.of(crawler).redis.client, spider, crawl_keys(crawl_name))  # type: ignore[union-attr]
+    queue.push(Request("http://a.test/0"))
+    request = next(filter(None, (queue.pop() for _ in range(5))), None)  # the link not started: at once
+    assert request is not None and "http://a.test/0" in queue.leased
+    time.sleep(0.6)  # this process stands still past its lease; another takes the request
+    other = FrontierStore(queue.store.client, crawl_keys(crawl_name), queue.store.config)
+    assert [entry.kind for entry in other.pop_many(1, shard=other.shard_of("a.test")).popped] == ["request"]
+    queue.push(request.replace(dont_filter=True))  # the retry of an answer from before the stop
+    assert "http://a.test/0" not in queue.leased  # not renewed, acknowledged or given back
+    sizes = queue.store.sizes()
+    assert (sizes.queued, sizes.leased) == (0, 1)  # the other's lease, not a second copy queued
+    assert crawler.stats.get_value("frontier/lease_lost_before_pushed") == 1

@@ -46,7 +46,7 @@ from crawler.frontier.wakeup import EngineWakeup
 from crawler.politeness.limiter_redis import RedisDomainLimiter
 from crawler.politeness.slots import DOMAIN, HOLDER, LEAVE_AT, RESERVATION, domain_key
 from crawler.redis.link import Op
-from crawler.redis.store import FrontierSizes, FrontierStore, PopBatch, Popped, Renewal, parse_pop
+from crawler.redis.store import FrontierSizes, FrontierStore, PopBatch, Popped, Pushed, Renewal, parse_pop
 from crawler.services import CrawlServices
 from crawler.signals import domain_blocked, request_not_sent, rows_committed
 
@@ -80,8 +80,8 @@ class QueueEntry:
         )
 
     def push_to(self, frontier: FrontierStore) -> bool:
-        """False when the request was seen before."""
-        return bool(frontier.call(*self.arguments(frontier)))
+        """False when the request was not queued (``Pushed``)."""
+        return Pushed(frontier.call(*self.arguments(frontier))) is Pushed.QUEUED
 
 
 def lease_key(request: Request) -> str:
@@ -168,7 +168,11 @@ class RedisFrontierQueue(Base):
 
         def pushed(answer: Any) -> None:
             self._pushing -= 1
-            if answer:
+            outcome = Pushed(answer or 0)  # None: the script failed (logged), the request dropped
+            if outcome is Pushed.LEASED_ELSEWHERE:
+                self.leased.pop(key, None)
+                self.stats.inc_value("frontier/lease_lost_before_pushed")
+            elif outcome is Pushed.QUEUED:
                 # A retry or redirect of a request leased here: its lease passed to the queue
                 # (the push ended it in the new domain's shard; another shard's ends here).
                 leased_for = self.leased.pop(key, None)

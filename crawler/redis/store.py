@@ -16,6 +16,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from enum import IntEnum
 from importlib.resources import files
 from typing import Any
 
@@ -236,7 +237,8 @@ class FrontierStore:
     ) -> list[Any]:
         # Sent as a wait, not a time: the server's clock may differ from this machine's.
         wait = max(0.0, not_before - (self.clock or time.time)()) if not_before else 0.0
-        return ["push", domain, priority, request, repr(wait), scheme, self.config.spill_above, *(seen or ())]
+        spill_above = self.config.spill_above
+        return ["push", domain, priority, request, repr(wait), scheme, spill_above, self.process, *(seen or ())]
 
     def push(
         self,
@@ -249,8 +251,10 @@ class FrontierStore:
         seen: tuple[str, ...] | None = None,
     ) -> bool:
         """Queue a request; with ``seen`` (a seen-filter set and value), only if not seen
-        before, marked seen in the same atomic step. False when it was seen."""
-        return bool(self.call(*self.push_arguments(domain, priority, request, not_before, scheme, seen)))
+        before, marked seen in the same atomic step. False when it was not queued: seen, or a
+        retry or redirect of a lease another process was handed since (``Pushed``)."""
+        answer = self.call(*self.push_arguments(domain, priority, request, not_before, scheme, seen))
+        return Pushed(answer) is Pushed.QUEUED
 
     def pop(self, lead: float = 0.0) -> Popped:
         batch = self.pop_many(1, lead)
@@ -528,6 +532,16 @@ class FrontierStore:
                 pipe.set(mark, COMPLETE, ex=COMPLETE_SECONDS)
             pipe.execute()
         return deleted
+
+
+class Pushed(IntEnum):
+    """What a push did (the script's answer)."""
+
+    QUEUED = 1
+    SEEN = 0
+    LEASED_ELSEWHERE = -1
+    """Not queued: a retry or redirect of a request whose lease went to another process while
+    this one stood still past it. That process fetches the request and follows it."""
 
 
 @dataclass(frozen=True, slots=True)
