@@ -1,7 +1,7 @@
 """Packaging for scrapyd (``scrapyd-deploy`` builds an egg from this). The egg is Python only:
-the compiled SimHash (``scripts/compile.sh``) is left out, as an egg loads a compiled module
-through a stub that needs a writable cache and does not check the module's Python version; the
-scrapyd host computes the same fingerprints in Python.
+the compiled modules (the SimHash and the nesting depth, ``scripts/compile.sh``) are left out, as
+an egg loads a compiled module through a stub that needs a writable cache and does not check the
+module's Python version; the scrapyd host computes the same in Python.
 
 Files other than Python modules (the frontier's Lua script) are package data, read through
 ``importlib.resources`` so that they load from a zipped egg too.

@@ -8,6 +8,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Self
 
@@ -19,7 +20,16 @@ from scrapy.crawler import Crawler
 from selectolax.lexbor import LexborHTMLParser
 from twisted.internet.task import LoopingCall
 
-from crawler.extraction.budget import _KNOWN_TAGS, _STEPS, BudgetExceeded, DocumentWorkers, nesting_depth
+from crawler.extraction import budget
+from crawler.extraction.budget import (
+    _KNOWN_TAGS,
+    _NOT_NESTING_WORDS,
+    _STEPS,
+    BudgetExceeded,
+    DocumentWorkers,
+    nesting_depth,
+    nesting_depth_in_python,
+)
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
 
@@ -56,29 +66,60 @@ class ReactorLagProbe:
         logger.warning("reactor lag at worst %.3f s", self.worst)
 
 
-def test_nesting_depth_counts_the_elements_that_need_an_end_tag() -> None:
-    assert nesting_depth(b"<div>" * 30 + b"x" + b"</div>" * 30) == 30
-    assert nesting_depth(b"<p><p><li><br><img src=x><DIV><Span>x</span></div>") == 2  # void and optional end tags
-    assert nesting_depth(b"</div></div></b><div><div>x</div></div>") == 2  # stray end tags do not count
-    assert nesting_depth(b"<b>a</b><b>b</b><i><b>c</b></i>") == 2
-    assert nesting_depth(b"") == 0
-    assert abs(nesting_depth(b"<span>" * 5000, chunk=4096) - 5000) < 10  # a tag cut between chunks is lost
+COMPILED_MISSING = "crawler/extraction/_depth.c is not built: scripts/compile.sh builds it (it needs a C compiler)"
 
 
-def test_made_up_tag_names_nest_as_any_other_and_are_not_all_remembered() -> None:
+def _depth(name: str) -> Callable[[bytes], int]:
+    """``nesting_depth`` computed by the compiled module or by the Python one (read whole)."""
+    if name == "python":
+        return lambda html: nesting_depth_in_python(html, chunk=len(html) + 1)
+    compiled = budget._compiled
+    assert compiled is not None, COMPILED_MISSING
+    return lambda html: compiled(html, _NOT_NESTING_WORDS)
+
+
+IMPLEMENTATIONS = ("compiled", "python")
+
+
+def test_the_crawl_takes_the_compiled_nesting_depth() -> None:
+    assert budget._compiled is not None, COMPILED_MISSING
+    document = b"<div>" * 40 + b"<p>x" * 40 + b"</div>" * 40
+    assert nesting_depth(document) == _depth("compiled")(document) == _depth("python")(document) == 40
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_nesting_depth_counts_the_elements_that_need_an_end_tag(implementation: str) -> None:
+    depth = _depth(implementation)
+    assert depth(b"<div>" * 30 + b"x" + b"</div>" * 30) == 30
+    assert depth(b"<p><p><li><br><img src=x><DIV><Span>x</span></div>") == 2  # void and optional end tags
+    assert depth(b"<COLGROUP><optgroup><OptGroup>") == 0  # the longest names that do not nest
+    assert depth(b"</div></div></b><div><div>x</div></div>") == 2  # stray end tags do not count
+    assert depth(b"<b>a</b><b>b</b><i><b>c</b></i>") == 2
+    assert depth(b"") == 0
+    assert depth(b"<<div><1><-a></ div></><a-1><x9 <") == 3  # what is not a tag, and what is
+    assert depth(b"<div></") == depth(b"<div><") == 1  # cut at the end
+
+
+def test_a_tag_cut_between_chunks_is_lost_in_python() -> None:
+    assert abs(nesting_depth_in_python(b"<span>" * 5000, chunk=4096) - 5000) < 10
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_made_up_tag_names_nest_as_any_other_and_are_not_all_remembered(implementation: str) -> None:
     names = [f"x-{i}".encode() for i in range(10_000)]
     document = b"".join(b"<%s>" % name for name in names) + b"".join(b"</%s>" % name for name in reversed(names))
-    assert nesting_depth(document) == 10_000
+    assert _depth(implementation)(document) == 10_000
     assert len(_STEPS) <= _KNOWN_TAGS
 
 
 _TAGS = ["<div>", "</div>", "<SPAN>", "</span>", "<p>", "</p>", "<br>", "<li>", "x", " "]
 
 
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(_TAGS), max_size=60), st.sampled_from([8, 64]))
-def test_nesting_depth_is_the_deepest_open_element_however_the_document_is_read(parts: list[str], chunk: int) -> None:
-    """Against a tag-by-tag count (stray end tags ignored), read whole and one tag a chunk."""
+@given(st.lists(st.sampled_from(_TAGS), max_size=60))
+def test_nesting_depth_is_the_deepest_open_element(implementation: str, parts: list[str]) -> None:
+    """Against a tag-by-tag count (stray end tags ignored)."""
     level = deepest = 0
     for part in parts:
         if part.lower() in ("<div>", "<span>"):
@@ -86,8 +127,30 @@ def test_nesting_depth_is_the_deepest_open_element_however_the_document_is_read(
         elif part in ("</div>", "</span>"):
             level = max(0, level - 1)
         deepest = max(deepest, level)
-    assert nesting_depth("".join(parts).encode()) == deepest
-    assert nesting_depth("".join(part.ljust(chunk) for part in parts).encode(), chunk=chunk) == deepest
+    assert _depth(implementation)("".join(parts).encode()) == deepest
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_TAGS), max_size=60), st.sampled_from([8, 64]))
+def test_in_python_the_depth_is_the_same_read_one_tag_a_chunk(parts: list[str], chunk: int) -> None:
+    document = "".join(part.ljust(chunk) for part in parts).encode()
+    assert nesting_depth_in_python(document, chunk=chunk) == _depth("python")(document)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["<", "</", "/", ">", "a", "B", "1", "-", " ", "p", "li", "br", "div", "x-y"])))
+def test_the_compiled_depth_reads_tags_as_the_regular_expression_does(parts: list[str]) -> None:
+    document = "".join(parts).encode()
+    assert _depth("compiled")(document) == _depth("python")(document)
+
+
+def test_the_compiled_depth_refuses_what_it_cannot_read() -> None:
+    compiled = budget._compiled
+    assert compiled is not None, COMPILED_MISSING
+    with pytest.raises(TypeError, match="two bytes objects, not str and bytes"):
+        compiled("<div>", _NOT_NESTING_WORDS)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="at most 64 names of at most 8 bytes"):
+        compiled(b"<div>", b"br blockquote")
 
 
 def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning() -> None:

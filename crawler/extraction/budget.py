@@ -6,9 +6,10 @@ lease is renewed, and a page built to be slow would stall the crawl. Documents l
 (lxml) release the GIL while they parse, and the Python parts yield it every few milliseconds.
 
 lexbor's tree building is quadratic in the nesting depth, so a document nested deeper than
-``CRAWLER_MAX_DOM_DEPTH`` is refused
-before it is parsed; its depth is counted from its tags (elements that need an end tag), and
-only when it has more start tags than that depth at all. A document not handled within
+``CRAWLER_MAX_DOM_DEPTH`` is refused before it is parsed; its depth is counted from its tags
+(elements that need an end tag), and only when it has more start tags than that depth at all: in
+C without the GIL (``_depth.c``) where ``scripts/compile.sh`` built it, else by a regular
+expression (``nesting_depth_in_python``), with the same result. A document not handled within
 ``CRAWLER_EXTRACT_TIMEOUT`` seconds is given up: its row says so and the crawl goes on (the
 thread finishes its parse in the background, off the reactor).
 """
@@ -27,12 +28,20 @@ from scrapy.settings import BaseSettings
 
 T = TypeVar("T")
 
+_compiled: Callable[[bytes, bytes], int] | None
+try:
+    from crawler.extraction._depth import nesting_depth as _compiled
+except ImportError:  # not built: no C compiler where the crawler was installed
+    _compiled = None
+
 _TAG = re.compile(rb"<(/?[a-zA-Z][a-zA-Z0-9-]*)")
 _NOT_NESTING = frozenset(
     # void elements, and those whose end tag may be left out (the parser closes them itself)
     b"area base br col embed hr img input keygen link meta param source track wbr "
     b"body caption colgroup dd dt head html li optgroup option p rb rp rt rtc tbody td tfoot th thead tr".split()
 )
+_NOT_NESTING_WORDS = b" ".join(sorted(_NOT_NESTING))
+"""The same names as the compiled module reads them."""
 _KNOWN_TAGS = 4096
 """Tag names whose step is remembered: a page of made-up names does not grow the table."""
 
@@ -64,11 +73,18 @@ def _set(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def nesting_depth(html: bytes, chunk: int = 1 << 18) -> int:
-    """How deeply the tags of ``html`` nest its elements (stray end tags do not go below zero).
+def nesting_depth(html: bytes) -> int:
+    """How deeply the tags of ``html`` nest its elements (stray end tags do not go below zero):
+    in C without the GIL where ``scripts/compile.sh`` built it, else in Python."""
+    if _compiled is not None:
+        return _compiled(html, _NOT_NESTING_WORDS)
+    return nesting_depth_in_python(html)
 
-    Read ``chunk`` bytes at a time: a regular expression holds the GIL while it runs, and
-    the reactor thread gets it back between chunks (a tag cut by a chunk's end is not counted).
+
+def nesting_depth_in_python(html: bytes, chunk: int = 1 << 18) -> int:
+    """``nesting_depth``, read ``chunk`` bytes at a time: a regular expression holds the GIL
+    while it runs, and the reactor thread gets it back between chunks (a tag cut by a chunk's
+    end is not counted).
     """
     deepest = level = lowest = 0
     for start in range(0, len(html), chunk):
