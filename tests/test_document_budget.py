@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -172,7 +173,7 @@ def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning(
         ticking = asyncio.ensure_future(ticks())
         started = time.monotonic()
         with pytest.raises(BudgetExceeded, match="not handled within 0.3 s"):
-            await workers.run(lambda: LexborHTMLParser(nested), len(nested))
+            await workers.run(lambda: LexborHTMLParser(nested), nested.encode())
         assert time.monotonic() - started < 1.0
         ticking.cancel()
         return worst
@@ -181,6 +182,31 @@ def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning(
         assert asyncio.run(parse_while_ticking()) < 0.2
     finally:
         workers.close()
+
+
+def test_small_documents_with_few_links_are_handled_on_the_reactor_the_others_in_a_thread() -> None:
+    workers = DocumentWorkers(threads=1, timeout=0, max_depth=0, inline_bytes=1000, inline_links=3)
+    links = b'<a href="/1"><A HREF="/2"><area Href="/3">'
+    documents = {
+        "small": links,
+        "at the size": links.ljust(1000),
+        "larger": links.ljust(1001),
+        "a link more": links + b"<link hReF=/4>",
+        "not at hand": None,
+    }
+
+    async def threads() -> dict[str, str]:
+        return {
+            name: await workers.run(lambda: threading.current_thread().name, document)
+            for name, document in documents.items()
+        }
+
+    try:
+        handled = asyncio.run(threads())
+    finally:
+        workers.close()
+    assert handled["small"] == handled["at the size"] == threading.main_thread().name
+    assert all(handled[name].startswith("documents") for name in ("larger", "a link more", "not at hand"))
 
 
 def test_a_document_nested_too_deep_is_refused_before_it_is_parsed() -> None:

@@ -1,9 +1,13 @@
 """Parsing and extraction of documents off the reactor, within a time and a depth budget.
 
 While a large page is parsed on the reactor, no request leaves, no response is read and no
-lease is renewed, and a page built to be slow would stall the crawl. Documents larger than
-``INLINE_BYTES`` are handled in a small pool of worker threads: lexbor (selectolax) and libxml2
-(lxml) release the GIL while they parse, and the Python parts yield it every few milliseconds.
+lease is renewed, and a page built to be slow would stall the crawl. Documents of more than
+``CRAWLER_EXTRACT_INLINE_BYTES`` bytes or ``CRAWLER_EXTRACT_INLINE_LINKS`` links are handled in a
+small pool of worker threads: lexbor (selectolax) and libxml2 (lxml) release the GIL while they
+parse, and the Python parts yield it every few milliseconds. The others are handled on the
+reactor, within a fraction of a second at worst: a thread working beside the reactor makes them
+hand the GIL to each other across cores, which cost the crawl a tenth of its CPU on the real
+corpus (``docs/design-notes.md``).
 
 lexbor's tree building is quadratic in the nesting depth, so a document nested deeper than
 ``CRAWLER_MAX_DOM_DEPTH`` is refused before it is parsed; its depth is counted from its tags
@@ -44,11 +48,6 @@ _NOT_NESTING_WORDS = b" ".join(sorted(_NOT_NESTING))
 """The same names as the compiled module reads them."""
 _KNOWN_TAGS = 4096
 """Tag names whose step is remembered: a page of made-up names does not grow the table."""
-
-
-INLINE_BYTES = 64 * 1024
-"""Documents up to this size are handled on the reactor: a few milliseconds of work, where
-handing them to a thread and back costs two thread switches, slow on a loaded machine."""
 
 
 class BudgetExceeded(Exception):
@@ -105,9 +104,13 @@ def nesting_depth_in_python(html: bytes, chunk: int = 1 << 18) -> int:
 class DocumentWorkers:
     """Worker threads running parsers within the budgets."""
 
-    def __init__(self, threads: int, timeout: float, max_depth: int):
+    def __init__(self, threads: int, timeout: float, max_depth: int, inline_bytes: int = 0, inline_links: int = 0):
+        """``inline_bytes``, ``inline_links``: a document of at most that many bytes and links
+        (``href``) is handled on the reactor (0, 0: every one in a thread)."""
         self.timeout = timeout
         self.max_depth = max_depth
+        self.inline_bytes = inline_bytes
+        self.inline_links = inline_links
         self._threads = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="documents")
 
     @classmethod
@@ -116,14 +119,23 @@ class DocumentWorkers:
             settings.getint("CRAWLER_EXTRACT_THREADS"),
             settings.getfloat("CRAWLER_EXTRACT_TIMEOUT"),
             settings.getint("CRAWLER_MAX_DOM_DEPTH"),
+            settings.getint("CRAWLER_EXTRACT_INLINE_BYTES"),
+            settings.getint("CRAWLER_EXTRACT_INLINE_LINKS"),
         )
 
-    async def run(self, work: Callable[[], T], size: int | None = None) -> T:
-        """``work()`` on a document of ``size`` bytes: at once if it is small, else (or when its
-        size says nothing, as for compressed sitemaps) in a worker thread; BudgetExceeded when
-        that runs longer than the timeout (counted from its start in the thread, not while it
-        waits for one)."""
-        if size is not None and size <= INLINE_BYTES:
+    def inline(self, document: bytes) -> bool:
+        """Whether ``document`` is handled on the reactor: its work is bounded by its size and its
+        links (each new link costs a URL normalisation, the dearest step of a page made of them),
+        counted before it is parsed."""
+        # An attribute's name is read in any case: lower() costs a copy, at memory speed.
+        return len(document) <= self.inline_bytes and document.lower().count(b"href") <= self.inline_links
+
+    async def run(self, work: Callable[[], T], document: bytes | None = None) -> T:
+        """``work()`` on ``document``: at once if it is small (``inline``), else (or when the
+        document is not at hand, as for compressed sitemaps) in a worker thread; BudgetExceeded
+        when that runs longer than the timeout (counted from its start in the thread, not while
+        it waits for one)."""
+        if document is not None and self.inline(document):
             return work()
         loop = asyncio.get_running_loop()
         started: asyncio.Future[None] = loop.create_future()

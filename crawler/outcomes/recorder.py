@@ -88,7 +88,7 @@ class OutcomeRecorder:
         directives = parse_robots_directives(header_values(response, "X-Robots-Tag"), self.user_agents)
         try:
             if item.content_type in _HTML_TYPES and isinstance(response, TextResponse):
-                page, fingerprint = await self.workers.run(partial(self._extract, response), len(response.body))
+                page, fingerprint = await self.workers.run(partial(self._extract, response), response.body)
                 item.simhash = None if fingerprint is None else as_hex(fingerprint)
                 directives = directives | page.robots
                 page.robots = directives
@@ -98,7 +98,7 @@ class OutcomeRecorder:
                 if self.store_links:
                     item.links = json.dumps(page.links)
             elif isinstance(response, TextResponse):
-                item.text = await self.workers.run(partial(_squashed_text, response), len(response.body))
+                item.text = await self.workers.run(partial(_squashed_text, response), response.body)
         except Exception as exc:  # bad input must not stop the crawl: the row says why
             item.status = "error"
             item.error = f"extraction failed: {global_object_name(type(exc))}: {exc}"
