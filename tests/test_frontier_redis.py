@@ -287,7 +287,7 @@ def test_a_retry_or_redirect_of_a_lease_that_went_to_another_process_is_left_to_
     expiry = redis_client.zscore(leases, "http://a/0")
     seen = ("set", stopped.key("seen", "7"), "-1234567890123")
     assert not stopped.push("a", 0, "http://a/0\t{}")  # a retry of its answer from before the stop
-    assert not stopped.push("a", 0, "http://a/0\t{\"url\": \"http://a/1\"}", seen=seen)  # a redirect
+    assert not stopped.push("a", 0, 'http://a/0\t{"url": "http://a/1"}', seen=seen)  # a redirect
     assert redis_client.zscore(leases, "http://a/0") == expiry  # the other's lease goes on
     assert not redis_client.sismember(seen[1], seen[2])  # the other's redirect will be queued
     assert stopped.sizes().queued == 0
