@@ -25,7 +25,7 @@ from crawler.politeness.limiter_redis import GRANT_FRESH_SECONDS, RedisDomainLim
 from crawler.politeness.policy import Policy, PolicyConfig
 from crawler.politeness.slots import LEAVE_AT, SEND_WINDOW, stale_after
 from crawler.redis.link import Op, RedisLink
-from crawler.redis.store import FrontierConfig, FrontierStore, Renewal
+from crawler.redis.store import FrontierConfig, FrontierStore, Pushed, Renewal
 from crawler.services import CrawlServices
 from crawler.signals import request_not_sent
 from tests.conftest import REDIS_URL
@@ -286,12 +286,16 @@ def test_a_retry_or_redirect_of_a_lease_that_went_to_another_process_is_left_to_
     leases = f"{stopped.shard_of('a')}:leases"
     expiry = redis_client.zscore(leases, "http://a/0")
     seen = ("set", stopped.key("seen", "7"), "-1234567890123")
-    assert not stopped.push("a", 0, "http://a/0\t{}")  # a retry of its answer from before the stop
-    assert not stopped.push("a", 0, 'http://a/0\t{"url": "http://a/1"}', seen=seen)  # a redirect
+    assert not stopped.push("a", 0, "http://a/0\t{}", lease_held=True)  # a retry of its answer from before the stop
+    assert not stopped.push("a", 0, 'http://a/0\t{"url": "http://a/1"}', seen=seen, lease_held=True)  # a redirect
     assert redis_client.zscore(leases, "http://a/0") == expiry  # the other's lease goes on
     assert not redis_client.sismember(seen[1], seen[2])  # the other's redirect will be queued
     assert stopped.sizes().queued == 0
-    assert other.push("a", 0, "http://a/0\t{}")  # its own retry takes its lease's place
+    link_seen = ("set", stopped.key("seen", "8"), "-42")
+    redis_client.sadd(link_seen[1], link_seen[2])  # http://a/0, seen since it was first queued
+    found = stopped.push_arguments("a", 0, "http://a/0\t{}", 0.0, "http", link_seen)  # a link found on a page
+    assert Pushed(stopped.call(*found)) is Pushed.SEEN
+    assert other.push("a", 0, "http://a/0\t{}", lease_held=True)  # its own retry takes its lease's place
     assert (stopped.sizes().queued, stopped.sizes().leased) == (1, 0)
 
 

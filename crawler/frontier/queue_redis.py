@@ -74,9 +74,9 @@ class QueueEntry:
         scheme = urlparse_cached(request).scheme
         return cls(domain_key(request), request.priority, encoded, request.meta.get(NOT_BEFORE) or 0.0, scheme, seen)
 
-    def arguments(self, frontier: FrontierStore) -> list[Any]:
+    def arguments(self, frontier: FrontierStore, *, lease_held: bool = False) -> list[Any]:
         return frontier.push_arguments(
-            self.domain, self.priority, self.request, self.not_before, self.scheme, self.seen
+            self.domain, self.priority, self.request, self.not_before, self.scheme, self.seen, lease_held=lease_held
         )
 
     def push_to(self, frontier: FrontierStore) -> bool:
@@ -184,7 +184,10 @@ class RedisFrontierQueue(Base):
                 on_seen()
 
         store = self.store
-        self.link.submit(Op(send=lambda pipe: store.call(*entry.arguments(store), client=pipe), done=pushed))
+        held = key in self.leased
+        self.link.submit(
+            Op(send=lambda pipe: store.call(*entry.arguments(store, lease_held=held), client=pipe), done=pushed)
+        )
         return True
 
     def pop(self, timeout: int = 0) -> Request | None:

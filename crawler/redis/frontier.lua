@@ -355,14 +355,15 @@ if op ~= 'sizes' then redis.call('SET', P .. ':alive', fmt(now)) end
 if op == 'push' then
   -- ARGV[8..]: domain, priority, request, seconds to wait before it may go (retries with
   -- backoff), scheme, the spill threshold (a domain queuing more is a candidate to spill; 0: off),
-  -- the pushing process, and optionally the request's seen-filter marker (kind, key, values; see
+  -- the pushing process when it was handed the request's lease (a retry or redirect of it; ''
+  -- otherwise), and optionally the request's seen-filter marker (kind, key, values; see
   -- seen.lua): a request already seen is not queued (0), in the same step that marks it seen.
-  -- A retry or redirect of a request whose lease went to another process (this one stood still
+  -- A retry or redirect of a request whose lease went to another process (the pusher stood still
   -- past it) is not queued either (-1): that process fetches the request and follows it.
   local d, prio, request, wait, scheme = ARGV[8], ARGV[9], ARGV[10], num(ARGV[11], 0), ARGV[12]
   local spill_above = num(ARGV[13], 0)
   local key = lease_key(request)
-  if own_lease_of_another(key, ARGV[14]) then return -1 end
+  if ARGV[14] ~= '' and own_lease_of_another(key, ARGV[14]) then return -1 end
   if ARGV[15] and not mark_seen(ARGV[15], ARGV[16], {unpack(ARGV, 17)}) then return 0 end
   -- a retry or redirect of a leased request takes its lease's place
   end_lease(key)

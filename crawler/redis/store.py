@@ -233,12 +233,21 @@ class FrontierStore:
 
     # --- the queue ---------------------------------------------------------------------------
     def push_arguments(
-        self, domain: str, priority: int, request: str, not_before: float, scheme: str, seen: tuple[str, ...] | None
+        self,
+        domain: str,
+        priority: int,
+        request: str,
+        not_before: float,
+        scheme: str,
+        seen: tuple[str, ...] | None,
+        *,
+        lease_held: bool = False,
     ) -> list[Any]:
+        """``lease_held``: the request is a retry or redirect of one this process was handed."""
         # Sent as a wait, not a time: the server's clock may differ from this machine's.
         wait = max(0.0, not_before - (self.clock or time.time)()) if not_before else 0.0
-        spill_above = self.config.spill_above
-        return ["push", domain, priority, request, repr(wait), scheme, spill_above, self.process, *(seen or ())]
+        holder = self.process if lease_held else ""
+        return ["push", domain, priority, request, repr(wait), scheme, self.config.spill_above, holder, *(seen or ())]
 
     def push(
         self,
@@ -249,11 +258,13 @@ class FrontierStore:
         not_before: float = 0.0,
         scheme: str = "http",
         seen: tuple[str, ...] | None = None,
+        lease_held: bool = False,
     ) -> bool:
         """Queue a request; with ``seen`` (a seen-filter set and value), only if not seen
         before, marked seen in the same atomic step. False when it was not queued: seen, or a
-        retry or redirect of a lease another process was handed since (``Pushed``)."""
-        answer = self.call(*self.push_arguments(domain, priority, request, not_before, scheme, seen))
+        retry or redirect (``lease_held``) of a lease another process was handed since (``Pushed``)."""
+        arguments = self.push_arguments(domain, priority, request, not_before, scheme, seen, lease_held=lease_held)
+        answer = self.call(*arguments)
         return Pushed(answer) is Pushed.QUEUED
 
     def pop(self, lead: float = 0.0) -> Popped:
