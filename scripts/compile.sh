@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the compiled modules in place for the venv's Python, when one is missing, older than its
 # source or does not load: the SimHash (crawler/twins/_simhash.c) and the nesting depth of a
-# document (crawler/extraction/_depth.c). Where they cannot be built (no C compiler, Python's
+# document (crawler/extraction/_depth.c), with setuptools (requirements-build.txt, installed where
+# the venv has none: Python 3.12 and later). Where they cannot be built (no C compiler, Python's
 # headers or setuptools; a read-only checkout) the crawl runs their Python versions: the same
 # results, about 0.2 and 0.5 ms more CPU a page on the real corpus; this says so and does not
 # fail. (Not in setup.py: scrapyd's eggs stay Python only.)
@@ -29,6 +30,9 @@ if all_built 2>/dev/null; then
 fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+if ! "$python" -c 'import setuptools' 2>/dev/null; then
+  "$python" -m pip install --quiet --disable-pip-version-check -r requirements-build.txt >>"$log" 2>&1 || true
+fi
 # --force: setuptools would otherwise keep its copies in build/ and leave a broken one in place.
 if "$python" - "${modules[@]}" >"$log" 2>&1 <<'PY' && all_built 2>>"$log"; then
 import sys
