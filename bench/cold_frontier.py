@@ -188,7 +188,7 @@ def drain(frontier: FrontierStore, rows_left, patience: float = 6 * CRAWLER_SPIL
                     key = entry.request.partition("\t")[0]
                     repeated += key in keys
                     keys.add(key)
-                    frontier.call("finish", entry.domain, key, client=pipe)
+                    frontier.finish(entry.domain, key, client=pipe)
                     frontier.ack_in(shard, [key], pipe)
                     popped += 1
                 pipe.execute()

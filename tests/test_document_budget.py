@@ -26,6 +26,7 @@ from crawler.extraction.budget import (
     _KNOWN_TAGS,
     _NOT_NESTING_WORDS,
     _STEPS,
+    PARSE_INLINE_BYTES,
     BudgetExceeded,
     DocumentWorkers,
     nesting_depth,
@@ -173,7 +174,7 @@ def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning(
         ticking = asyncio.ensure_future(ticks())
         started = time.monotonic()
         with pytest.raises(BudgetExceeded, match="not handled within 0.3 s"):
-            await workers.run(lambda: LexborHTMLParser(nested), nested.encode())
+            await workers.run(lambda: LexborHTMLParser(nested))
         assert time.monotonic() - started < 1.0
         ticking.cancel()
         return worst
@@ -184,29 +185,23 @@ def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning(
         workers.close()
 
 
-def test_small_documents_with_few_links_are_handled_on_the_reactor_the_others_in_a_thread() -> None:
-    workers = DocumentWorkers(threads=1, timeout=0, max_depth=0, inline_bytes=1000, inline_links=3)
+def test_pages_past_64_kib_are_parsed_in_a_thread_and_read_on_the_reactor_when_small_with_few_links() -> None:
+    workers = DocumentWorkers(threads=1, timeout=0, max_depth=0, inline_bytes=PARSE_INLINE_BYTES + 100, inline_links=3)
     links = b'<a href="/1"><A HREF="/2"><area Href="/3">'
-    documents = {
-        "small": links,
-        "at the size": links.ljust(1000),
-        "larger": links.ljust(1001),
-        "a link more": links + b"<link hReF=/4>",
-        "not at hand": None,
-    }
+    assert workers.parses_inline(links.ljust(PARSE_INLINE_BYTES))
+    assert not workers.parses_inline(links.ljust(PARSE_INLINE_BYTES + 1))
+    assert workers.reads_inline(links.ljust(PARSE_INLINE_BYTES + 100))
+    assert not workers.reads_inline(links.ljust(PARSE_INLINE_BYTES + 101))  # larger
+    assert not workers.reads_inline(links + b"<link hReF=/4>")  # a link more
+    assert not workers.reads_inline("<a href=/1>".encode("utf-16"))  # links its bytes do not show
 
-    async def threads() -> dict[str, str]:
-        return {
-            name: await workers.run(lambda: threading.current_thread().name, document)
-            for name, document in documents.items()
-        }
+    async def threads() -> list[str]:
+        return [await workers.run(lambda: threading.current_thread().name, inline) for inline in (True, False)]
 
     try:
-        handled = asyncio.run(threads())
+        assert asyncio.run(threads()) == [threading.main_thread().name, "documents_0"]
     finally:
         workers.close()
-    assert handled["small"] == handled["at the size"] == threading.main_thread().name
-    assert all(handled[name].startswith("documents") for name in ("larger", "a link more", "not at hand"))
 
 
 def test_a_document_nested_too_deep_is_refused_before_it_is_parsed() -> None:
@@ -232,3 +227,20 @@ def test_a_deeply_nested_page_is_an_error_row_and_the_reactor_never_stalls(web: 
     deep = pages[web.url("deep", "/deep/400000")]
     assert deep["status"] == "error" and re.search(r"elements nested \d+ deep, more than 5000", deep["error"])
     assert [pages[web.url("deep", f"/p/{n}")]["status"] for n in range(20)] == ["fetched"] * 20
+
+
+@pytest.mark.integration
+def test_a_page_built_to_be_slow_to_parse_is_given_up_in_the_thread_while_the_reactor_turns(
+    web: TestWeb, database: Database
+) -> None:
+    # Past 64 KiB, so parsed in the thread however few links it has: one element of 20,000
+    # attributes, which lexbor reads in a time that grows with the square of their number.
+    extensions = json.dumps({f"{__name__}.ReactorLagProbe": 0})
+    settings = {"EXTENSIONS": extensions, "CRAWLER_EXTRACT_TIMEOUT": "0.3"}
+    result = crawl("links", database, url=web.url("attributes"), settings=settings)
+    lag = float(re.search(r"reactor lag at worst ([\d.]+) s", result.stderr).group(1))
+    assert lag < 0.3
+    pages = database.pages()
+    slow = pages[web.url("attributes", "/attributes/20000")]
+    assert slow["status"] == "error" and slow["error"].endswith("BudgetExceeded: not handled within 0.3 s")
+    assert [pages[web.url("attributes", f"/p/{n}")]["status"] for n in range(10)] == ["fetched"] * 10

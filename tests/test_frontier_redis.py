@@ -695,7 +695,10 @@ def test_a_stale_request_whose_lease_went_to_another_process_is_not_sent_and_lea
     assert crawler.stats.get_value("frontier/lease_lost_before_sent") == 1
 
 
-def test_a_worker_back_from_a_stop_forgets_a_lease_whose_retry_another_process_has(crawl_name: str) -> None:
+@pytest.mark.parametrize("renewed_first", [False, True])
+def test_a_worker_back_from_a_stop_leaves_the_retry_of_a_lease_another_process_has_to_that_one(
+    crawl_name: str, renewed_first: bool
+) -> None:
     settings = project_settings(
         REDIS_URL=REDIS_URL,
         CRAWLER_CRAWL_ID=crawl_name,
@@ -713,6 +716,9 @@ def test_a_worker_back_from_a_stop_forgets_a_lease_whose_retry_another_process_h
     time.sleep(0.6)  # this process stands still past its lease; another takes the request
     other = FrontierStore(queue.store.client, crawl_keys(crawl_name), queue.store.config)
     assert [entry.kind for entry in other.pop_many(1, shard=other.shard_of("a.test")).popped] == ["request"]
+    if renewed_first:  # its renewal, overdue, may learn first that the lease went to the other
+        queue._renew()
+        assert "http://a.test/0" in queue.lost_leases
     queue.push(request.replace(dont_filter=True))  # the retry of an answer from before the stop
     assert "http://a.test/0" not in queue.leased  # not renewed, acknowledged or given back
     sizes = queue.store.sizes()

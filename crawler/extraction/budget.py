@@ -1,13 +1,13 @@
 """Parsing and extraction of documents off the reactor, within a time and a depth budget.
 
 While a large page is parsed on the reactor, no request leaves, no response is read and no
-lease is renewed, and a page built to be slow would stall the crawl. Documents of more than
-``CRAWLER_EXTRACT_INLINE_BYTES`` bytes or ``CRAWLER_EXTRACT_INLINE_LINKS`` links are handled in a
-small pool of worker threads: lexbor (selectolax) and libxml2 (lxml) release the GIL while they
-parse, and the Python parts yield it every few milliseconds. The others are handled on the
-reactor, within a fraction of a second at worst: a thread working beside the reactor makes them
-hand the GIL to each other across cores, which cost the crawl a tenth of its CPU on the real
-corpus (``docs/design-notes.md``).
+lease is renewed, and a page built to be slow would stall the crawl. Documents larger than
+``PARSE_INLINE_BYTES`` are parsed in a small pool of worker threads: lexbor (selectolax) and
+libxml2 (lxml) release the GIL while they parse. Reading a parsed page (its links, text, head) is
+Python's work: in a thread it hands the GIL to the reactor and back across cores, which cost the
+crawl up to a tenth of its CPU on the real corpus (``docs/design-notes.md``), so a page of at
+most ``CRAWLER_EXTRACT_INLINE_BYTES`` bytes and ``CRAWLER_EXTRACT_INLINE_LINKS`` links is read on
+the reactor, within a fraction of a second at worst, and a larger one in a thread.
 
 lexbor's tree building is quadratic in the nesting depth, so a document nested deeper than
 ``CRAWLER_MAX_DOM_DEPTH`` is refused before it is parsed; its depth is counted from its tags
@@ -48,6 +48,13 @@ _NOT_NESTING_WORDS = b" ".join(sorted(_NOT_NESTING))
 """The same names as the compiled module reads them."""
 _KNOWN_TAGS = 4096
 """Tag names whose step is remembered: a page of made-up names does not grow the table."""
+
+
+PARSE_INLINE_BYTES = 64 * 1024
+"""Documents up to this size are parsed on the reactor: a few milliseconds of work, where
+handing them to a thread and back costs two thread switches, slow on a loaded machine. Larger
+ones are parsed in a thread, whatever they hold: a page built to make lexbor slow (one element
+with a hundred thousand attributes took 146 s for 1 MB) is given up at the timeout there."""
 
 
 class BudgetExceeded(Exception):
@@ -105,8 +112,9 @@ class DocumentWorkers:
     """Worker threads running parsers within the budgets."""
 
     def __init__(self, threads: int, timeout: float, max_depth: int, inline_bytes: int = 0, inline_links: int = 0):
-        """``inline_bytes``, ``inline_links``: a document of at most that many bytes and links
-        (``href``) is handled on the reactor (0, 0: every one in a thread)."""
+        """``inline_bytes``, ``inline_links``: a parsed page of at most that many bytes and links
+        (``href``) is read on the reactor (``reads_inline``; 0, 0: every one past
+        ``PARSE_INLINE_BYTES`` in a thread)."""
         self.timeout = timeout
         self.max_depth = max_depth
         self.inline_bytes = inline_bytes
@@ -123,19 +131,29 @@ class DocumentWorkers:
             settings.getint("CRAWLER_EXTRACT_INLINE_LINKS"),
         )
 
-    def inline(self, document: bytes) -> bool:
-        """Whether ``document`` is handled on the reactor: its work is bounded by its size and its
-        links (each new link costs a URL normalisation, the dearest step of a page made of them),
-        counted before it is parsed."""
-        # An attribute's name is read in any case: lower() costs a copy, at memory speed.
-        return len(document) <= self.inline_bytes and document.lower().count(b"href") <= self.inline_links
+    @staticmethod
+    def parses_inline(document: bytes) -> bool:
+        """Whether ``document`` is parsed on the reactor (``PARSE_INLINE_BYTES``)."""
+        return len(document) <= PARSE_INLINE_BYTES
 
-    async def run(self, work: Callable[[], T], document: bytes | None = None) -> T:
-        """``work()`` on ``document``: at once if it is small (``inline``), else (or when the
-        document is not at hand, as for compressed sitemaps) in a worker thread; BudgetExceeded
-        when that runs longer than the timeout (counted from its start in the thread, not while
-        it waits for one)."""
-        if document is not None and self.inline(document):
+    def reads_inline(self, document: bytes) -> bool:
+        """Whether the tree of ``document``, parsed, is read on the reactor (its links, text and
+        head). Reading a tree is Python's work, which a thread would do handing the GIL to the
+        reactor and back across cores; bounded by the document's size and links (each new link
+        costs a URL normalisation, the dearest step of a page made of them), counted in its bytes:
+        an encoding that is not ASCII's (a NUL byte: UTF-16, UTF-32) goes to the thread."""
+        # An attribute's name is read in any case: lower() costs a copy, at memory speed.
+        return (
+            len(document) <= self.inline_bytes
+            and b"\x00" not in document
+            and document.lower().count(b"href") <= self.inline_links
+        )
+
+    async def run(self, work: Callable[[], T], inline: bool = False) -> T:
+        """``work()``: at once when ``inline``, else in a worker thread; BudgetExceeded when that
+        runs longer than the timeout (counted from its start in the thread, not while it waits
+        for one)."""
+        if inline:
             return work()
         loop = asyncio.get_running_loop()
         started: asyncio.Future[None] = loop.create_future()

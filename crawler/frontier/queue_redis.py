@@ -117,6 +117,9 @@ class RedisFrontierQueue(Base):
         """Lease keys this process holds (at hand or in the engine), with the domain each was
         handed out for (its lease lies in the domain's shard), renewed until their rows are
         stored; given back if it closes first."""
+        self.lost_leases: set[str] = set()
+        """Lease keys handed out again to another process while this one stood still (a renewal
+        said so): that process follows their requests, retries and redirects included."""
         self.acking: dict[str, str] = {}
         """Lease keys whose rows are stored, until Redis has their acknowledgement: renewed
         meanwhile too (an outage of Redis must not let them expire)."""
@@ -164,6 +167,10 @@ class RedisFrontierQueue(Base):
         ``UnserializableRequest`` for a request that cannot be shared."""
         entry = QueueEntry.of(request, self.codec, seen)
         key = lease_key(request)
+        if key in self.lost_leases:  # a retry or redirect of it: left to that process, in whatever shard
+            self.lost_leases.discard(key)
+            self.stats.inc_value("frontier/lease_lost_before_pushed")
+            return True
         self._pushing += 1
 
         def pushed(answer: Any) -> None:
@@ -269,6 +276,7 @@ class RedisFrontierQueue(Base):
                     }
                 )
                 self.leased[lease_key(request)] = popped.domain
+                self.lost_leases.discard(lease_key(request))
                 if self.limiter.state(popped.domain).blocked_until > now:
                     self._give_back(popped.domain, [request])  # popped before this process's block reached Redis
                 else:
@@ -413,6 +421,7 @@ class RedisFrontierQueue(Base):
         gives them back."""
         for key in keys:
             if self.leased.pop(key, None) is not None:
+                self.lost_leases.add(key)
                 self.stats.inc_value("frontier/lease_lost")
 
     def _beat(self) -> None:

@@ -216,8 +216,9 @@ local function release_lease(key, front, returned)
 end
 
 -- Whether the lease ``key`` was handed to a process other than ``process`` (it was this one's,
--- expired while the process stood still, and went to another).
+-- expired while the process stood still, and went to another). No process named: no check.
 local function own_lease_of_another(key, process)
+  if process == nil or process == '' then return false end
   local owner = redis.call('HGET', P .. ':owners', key)
   return owner ~= false and owner ~= process
 end
@@ -363,7 +364,7 @@ if op == 'push' then
   local d, prio, request, wait, scheme = ARGV[8], ARGV[9], ARGV[10], num(ARGV[11], 0), ARGV[12]
   local spill_above = num(ARGV[13], 0)
   local key = lease_key(request)
-  if ARGV[14] ~= '' and own_lease_of_another(key, ARGV[14]) then return -1 end
+  if own_lease_of_another(key, ARGV[14]) then return -1 end
   if ARGV[15] and not mark_seen(ARGV[15], ARGV[16], {unpack(ARGV, 17)}) then return 0 end
   -- a retry or redirect of a leased request takes its lease's place
   end_lease(key)

@@ -604,17 +604,23 @@ def _many_links(count: int) -> Reply:
 
 class DeepSite(Site):
     """Pages nested as deep as their path says (``/deep/400000``: 400,000 ``<div>`` inside each
-    other, 4.4 MB), linked from the home page with ``pages`` ordinary pages ``/p/N``."""
+    other, 4.4 MB), or with one element of as many attributes (``/attributes/N``, which lexbor
+    reads in a time that grows with the square of N), linked from the home page with ``pages``
+    ordinary pages ``/p/N``."""
 
     name = "deep"
 
     def page(self, path: str, base: str) -> Reply:
         pages = int(self.options.get("pages", "20"))
         depths = self.options.get("depths", "400000").split("-")
+        attributes = [n for n in self.options.get("attributes", "").split("-") if n]
         if path == "/":
-            return html("Deep", [*(f"/deep/{d}" for d in depths), *(f"/p/{n}" for n in range(pages))])
+            deep = [*(f"/deep/{d}" for d in depths), *(f"/attributes/{n}" for n in attributes)]
+            return html("Deep", [*deep, *(f"/p/{n}" for n in range(pages))])
         if path.startswith("/deep/") and path[6:] in depths:
             return _nested_page(int(path[6:]))
+        if path.startswith("/attributes/") and path[12:] in attributes:
+            return _attributes_page(int(path[12:]))
         if path.startswith("/p/") and path[3:].isdigit() and int(path[3:]) < pages:
             return html(f"Page {path[3:]}", ["/"])
         return NOT_FOUND
@@ -623,6 +629,13 @@ class DeepSite(Site):
 @cache
 def _nested_page(depth: int) -> Reply:
     body = f"<!DOCTYPE html><html><head><title>Nested {depth}</title></head><body>{'<div>' * depth}deep{'</div>' * depth}</body></html>"
+    return Reply(200, body.encode(), {"Content-Type": "text/html; charset=utf-8"})
+
+
+@cache
+def _attributes_page(count: int) -> Reply:
+    attributes = " ".join(f"a{n}" for n in range(count))
+    body = f"<!DOCTYPE html><html><head><title>Attributes</title></head><body><p {attributes}>x</p></body></html>"
     return Reply(200, body.encode(), {"Content-Type": "text/html; charset=utf-8"})
 
 
