@@ -177,12 +177,9 @@ EXTENSIONS = {
     "crawler.extensions.cold_domains.ColdDomains": 530,
 }
 CRAWLER_GC_FREEZE = True
-# Parsing and extraction of documents in worker threads, within a time and a depth budget; the
-# small ones on the reactor (a thread beside the reactor costs both GIL handoffs across cores).
+# Parsing and extraction of documents in worker threads, within a time and a depth budget.
 CRAWLER_EXTRACT_THREADS = 1
 CRAWLER_EXTRACT_TIMEOUT = 60.0
-CRAWLER_EXTRACT_INLINE_BYTES = 1024 * 1024
-CRAWLER_EXTRACT_INLINE_LINKS = 2000
 CRAWLER_MAX_DOM_DEPTH = 5000
 CRAWLER_MAX_LINKS_PER_PAGE = 1000
 CRAWLER_RESPECT_NOFOLLOW = True

@@ -34,7 +34,7 @@ if ! "$python" -c 'import setuptools' 2>/dev/null; then
   "$python" -m pip install --quiet --disable-pip-version-check -r requirements-build.txt >>"$log" 2>&1 || true
 fi
 # --force: setuptools would otherwise keep its copies in build/ and leave a broken one in place.
-if "$python" - "${modules[@]}" >"$log" 2>&1 <<'PY' && all_built 2>>"$log"; then
+if "$python" - "${modules[@]}" >>"$log" 2>&1 <<'PY' && all_built 2>>"$log"; then
 import sys
 
 from setuptools import Extension, setup
@@ -47,6 +47,11 @@ setup(
 PY
   exit 0
 fi
+# None left that is stale or does not load: the crawl would import it.
+for module in "${modules[@]}"; do
+  path=${module//./\/}
+  { [ "$path$suffix" -nt "$path.c" ] && loads "$module" "$path$suffix"; } 2>/dev/null || rm -f "$path$suffix"
+done
 echo "NOTE: the compiled modules could not be built (they need a C compiler, Python's headers," \
   "setuptools and a writable checkout); the crawl runs their Python versions, with the same results," \
   "about 0.7 ms more CPU a page:" >&2

@@ -7,7 +7,6 @@ import asyncio
 import json
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +25,7 @@ from crawler.extraction.budget import (
     _KNOWN_TAGS,
     _NOT_NESTING_WORDS,
     _STEPS,
-    PARSE_INLINE_BYTES,
+    INLINE_BYTES,
     BudgetExceeded,
     DocumentWorkers,
     nesting_depth,
@@ -34,6 +33,7 @@ from crawler.extraction.budget import (
 )
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
+from tests.testweb.sites import attributes_page
 
 logger = logging.getLogger(__name__)
 TICK = 0.05
@@ -174,32 +174,13 @@ def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning(
         ticking = asyncio.ensure_future(ticks())
         started = time.monotonic()
         with pytest.raises(BudgetExceeded, match="not handled within 0.3 s"):
-            await workers.run(lambda: LexborHTMLParser(nested))
+            await workers.run(lambda: LexborHTMLParser(nested), len(nested))
         assert time.monotonic() - started < 1.0
         ticking.cancel()
         return worst
 
     try:
         assert asyncio.run(parse_while_ticking()) < 0.2
-    finally:
-        workers.close()
-
-
-def test_pages_past_64_kib_are_parsed_in_a_thread_and_read_on_the_reactor_when_small_with_few_links() -> None:
-    workers = DocumentWorkers(threads=1, timeout=0, max_depth=0, inline_bytes=PARSE_INLINE_BYTES + 100, inline_links=3)
-    links = b'<a href="/1"><A HREF="/2"><area Href="/3">'
-    assert workers.parses_inline(links.ljust(PARSE_INLINE_BYTES))
-    assert not workers.parses_inline(links.ljust(PARSE_INLINE_BYTES + 1))
-    assert workers.reads_inline(links.ljust(PARSE_INLINE_BYTES + 100))
-    assert not workers.reads_inline(links.ljust(PARSE_INLINE_BYTES + 101))  # larger
-    assert not workers.reads_inline(links + b"<link hReF=/4>")  # a link more
-    assert not workers.reads_inline("<a href=/1>".encode("utf-16"))  # links its bytes do not show
-
-    async def threads() -> list[str]:
-        return [await workers.run(lambda: threading.current_thread().name, inline) for inline in (True, False)]
-
-    try:
-        assert asyncio.run(threads()) == [threading.main_thread().name, "documents_0"]
     finally:
         workers.close()
 
@@ -233,14 +214,15 @@ def test_a_deeply_nested_page_is_an_error_row_and_the_reactor_never_stalls(web: 
 def test_a_page_built_to_be_slow_to_parse_is_given_up_in_the_thread_while_the_reactor_turns(
     web: TestWeb, database: Database
 ) -> None:
-    # Past 64 KiB, so parsed in the thread however few links it has: one element of 20,000
-    # attributes, which lexbor reads in a time that grows with the square of their number.
+    # One element of 20,000 attributes, which lexbor reads in a time that grows with the square
+    # of their number: past INLINE_BYTES, so parsed in the thread, which gives it up in time.
     extensions = json.dumps({f"{__name__}.ReactorLagProbe": 0})
     settings = {"EXTENSIONS": extensions, "CRAWLER_EXTRACT_TIMEOUT": "0.3"}
     result = crawl("links", database, url=web.url("attributes"), settings=settings)
     lag = float(re.search(r"reactor lag at worst ([\d.]+) s", result.stderr).group(1))
     assert lag < 0.3
     pages = database.pages()
+    assert len(attributes_page(20_000).body) > INLINE_BYTES  # so parsed in the thread
     slow = pages[web.url("attributes", "/attributes/20000")]
     assert slow["status"] == "error" and slow["error"].endswith("BudgetExceeded: not handled within 0.3 s")
     assert [pages[web.url("attributes", f"/p/{n}")]["status"] for n in range(10)] == ["fetched"] * 10

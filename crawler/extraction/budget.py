@@ -2,18 +2,15 @@
 
 While a large page is parsed on the reactor, no request leaves, no response is read and no
 lease is renewed, and a page built to be slow would stall the crawl. Documents larger than
-``PARSE_INLINE_BYTES`` are parsed in a small pool of worker threads: lexbor (selectolax) and
-libxml2 (lxml) release the GIL while they parse. Reading a parsed page (its links, text, head) is
-Python's work: in a thread it hands the GIL to the reactor and back across cores, which cost the
-crawl up to a tenth of its CPU on the real corpus (``docs/design-notes.md``), so a page of at
-most ``CRAWLER_EXTRACT_INLINE_BYTES`` bytes and ``CRAWLER_EXTRACT_INLINE_LINKS`` links is read on
-the reactor, within a fraction of a second at worst, and a larger one in a thread.
+``INLINE_BYTES`` are handled in a small pool of worker threads: lexbor (selectolax) and libxml2
+(lxml) release the GIL while they parse, and the Python parts yield it every few milliseconds.
 
 lexbor's tree building is quadratic in the nesting depth, so a document nested deeper than
 ``CRAWLER_MAX_DOM_DEPTH`` is refused before it is parsed; its depth is counted from its tags
 (elements that need an end tag), and only when it has more start tags than that depth at all: in
 C without the GIL (``_depth.c``) where ``scripts/compile.sh`` built it, else by a regular
-expression (``nesting_depth_in_python``), with the same result. A document not handled within
+expression (``nesting_depth_in_python``), with the same result (but for a tag cut between two of
+the chunks the regular expression reads). A document not handled within
 ``CRAWLER_EXTRACT_TIMEOUT`` seconds is given up: its row says so and the crawl goes on (the
 thread finishes its parse in the background, off the reactor).
 """
@@ -50,11 +47,9 @@ _KNOWN_TAGS = 4096
 """Tag names whose step is remembered: a page of made-up names does not grow the table."""
 
 
-PARSE_INLINE_BYTES = 64 * 1024
-"""Documents up to this size are parsed on the reactor: a few milliseconds of work, where
-handing them to a thread and back costs two thread switches, slow on a loaded machine. Larger
-ones are parsed in a thread, whatever they hold: a page built to make lexbor slow (one element
-with a hundred thousand attributes took 146 s for 1 MB) is given up at the timeout there."""
+INLINE_BYTES = 64 * 1024
+"""Documents up to this size are handled on the reactor: a few milliseconds of work, where
+handing them to a thread and back costs two thread switches, slow on a loaded machine."""
 
 
 class BudgetExceeded(Exception):
@@ -111,14 +106,9 @@ def nesting_depth_in_python(html: bytes, chunk: int = 1 << 18) -> int:
 class DocumentWorkers:
     """Worker threads running parsers within the budgets."""
 
-    def __init__(self, threads: int, timeout: float, max_depth: int, inline_bytes: int = 0, inline_links: int = 0):
-        """``inline_bytes``, ``inline_links``: a parsed page of at most that many bytes and links
-        (``href``) is read on the reactor (``reads_inline``; 0, 0: every one past
-        ``PARSE_INLINE_BYTES`` in a thread)."""
+    def __init__(self, threads: int, timeout: float, max_depth: int):
         self.timeout = timeout
         self.max_depth = max_depth
-        self.inline_bytes = inline_bytes
-        self.inline_links = inline_links
         self._threads = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="documents")
 
     @classmethod
@@ -127,33 +117,14 @@ class DocumentWorkers:
             settings.getint("CRAWLER_EXTRACT_THREADS"),
             settings.getfloat("CRAWLER_EXTRACT_TIMEOUT"),
             settings.getint("CRAWLER_MAX_DOM_DEPTH"),
-            settings.getint("CRAWLER_EXTRACT_INLINE_BYTES"),
-            settings.getint("CRAWLER_EXTRACT_INLINE_LINKS"),
         )
 
-    @staticmethod
-    def parses_inline(document: bytes) -> bool:
-        """Whether ``document`` is parsed on the reactor (``PARSE_INLINE_BYTES``)."""
-        return len(document) <= PARSE_INLINE_BYTES
-
-    def reads_inline(self, document: bytes) -> bool:
-        """Whether the tree of ``document``, parsed, is read on the reactor (its links, text and
-        head). Reading a tree is Python's work, which a thread would do handing the GIL to the
-        reactor and back across cores; bounded by the document's size and links (each new link
-        costs a URL normalisation, the dearest step of a page made of them), counted in its bytes:
-        an encoding that is not ASCII's (a NUL byte: UTF-16, UTF-32) goes to the thread."""
-        # An attribute's name is read in any case: lower() costs a copy, at memory speed.
-        return (
-            len(document) <= self.inline_bytes
-            and b"\x00" not in document
-            and document.lower().count(b"href") <= self.inline_links
-        )
-
-    async def run(self, work: Callable[[], T], inline: bool = False) -> T:
-        """``work()``: at once when ``inline``, else in a worker thread; BudgetExceeded when that
-        runs longer than the timeout (counted from its start in the thread, not while it waits
-        for one)."""
-        if inline:
+    async def run(self, work: Callable[[], T], size: int | None = None) -> T:
+        """``work()`` on a document of ``size`` bytes: at once if it is small, else (or when its
+        size says nothing, as for compressed sitemaps) in a worker thread; BudgetExceeded when
+        that runs longer than the timeout (counted from its start in the thread, not while it
+        waits for one)."""
+        if size is not None and size <= INLINE_BYTES:
             return work()
         loop = asyncio.get_running_loop()
         started: asyncio.Future[None] = loop.create_future()

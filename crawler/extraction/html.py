@@ -63,17 +63,8 @@ class PageData:
     invalid_links: int = 0
 
 
-HtmlTree = LexborHTMLParser
-"""A parsed page (``parse_html``)."""
-
-
-def parse_html(html: str | bytes) -> HtmlTree:
-    """The tree ``extract_page`` reads (bytes are read as UTF-8)."""
-    return LexborHTMLParser(html)
-
-
 def extract_page(
-    html: str | bytes | HtmlTree,
+    html: str | bytes,
     url: str,
     normalize: Callable[[str], str],
     user_agents: Iterable[str] = (),
@@ -81,10 +72,10 @@ def extract_page(
     max_links: int = 0,
 ) -> PageData:
     """Extract what the crawler stores and follows from one HTML document at ``url`` (bytes
-    are read as UTF-8; or its tree, ``parse_html``'s, read once). Links are resolved by ``resolver`` (one for the whole crawl shares its
+    are read as UTF-8). Links are resolved by ``resolver`` (one for the whole crawl shares its
     cache between pages), else by one of ``normalize`` for this page; at most ``max_links``
     distinct links are read (0: all), as each costs a URL normalisation."""
-    tree = html if isinstance(html, HtmlTree) else parse_html(html)
+    tree = LexborHTMLParser(html)
     page = PageData()
     found = _Elements.of(tree)
     has_head = tree.head is not None

@@ -19,7 +19,7 @@ from twisted.python.failure import Failure
 from w3lib.encoding import read_bom
 
 from crawler.exceptions import BlockedByPolicy, NotSent, RedirectFailed, ResponseFiltered, RobotsUnreachable
-from crawler.extraction import HtmlTree, PageData, extract_page, parse_html, parse_robots_directives
+from crawler.extraction import PageData, extract_page, parse_robots_directives
 from crawler.extraction.budget import DocumentWorkers
 from crawler.guard.proxies import through_proxy
 from crawler.http.failures import describe, is_site_failure
@@ -88,11 +88,7 @@ class OutcomeRecorder:
         directives = parse_robots_directives(header_values(response, "X-Robots-Tag"), self.user_agents)
         try:
             if item.content_type in _HTML_TYPES and isinstance(response, TextResponse):
-                workers, body = self.workers, response.body
-                tree = await workers.run(partial(self._parsed, response), workers.parses_inline(body))
-                page, fingerprint = await workers.run(
-                    partial(self._extract, response, tree), workers.reads_inline(body)
-                )
+                page, fingerprint = await self.workers.run(partial(self._extract, response), len(response.body))
                 item.simhash = None if fingerprint is None else as_hex(fingerprint)
                 directives = directives | page.robots
                 page.robots = directives
@@ -102,9 +98,7 @@ class OutcomeRecorder:
                 if self.store_links:
                     item.links = json.dumps(page.links)
             elif isinstance(response, TextResponse):
-                item.text = await self.workers.run(
-                    partial(_squashed_text, response), self.workers.parses_inline(response.body)
-                )
+                item.text = await self.workers.run(partial(_squashed_text, response), len(response.body))
         except Exception as exc:  # bad input must not stop the crawl: the row says why
             item.status = "error"
             item.error = f"extraction failed: {global_object_name(type(exc))}: {exc}"
@@ -126,16 +120,12 @@ class OutcomeRecorder:
         item.crawl_duration_ms = round(latency * 1000) if latency is not None else None
         return item
 
-    def _parsed(self, response: TextResponse) -> HtmlTree:
-        """The page's tree, unless it nests too deep."""
+    def _extract(self, response: TextResponse) -> tuple[PageData, int | None]:
+        """What the page says, and the SimHash of its text (in the same thread, off the reactor)."""
         html = _utf8_document(response)
         self.workers.check_depth(html)
-        return parse_html(html)
-
-    def _extract(self, response: TextResponse, tree: HtmlTree) -> tuple[PageData, int | None]:
-        """What the page says, and the SimHash of its text (in the same thread)."""
         # On the reactor or in a document thread: the resolver's cache is safe to share.
-        page = extract_page(tree, response.url, self.normalize, self.user_agents, self.resolver, self.max_links)
+        page = extract_page(html, response.url, self.normalize, self.user_agents, self.resolver, self.max_links)
         words, page.words = page.words, []  # not kept with the page: an object a word
         return page, simhash_of_words(words) if self.fingerprint else None
 

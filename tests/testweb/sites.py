@@ -620,7 +620,7 @@ class DeepSite(Site):
         if path.startswith("/deep/") and path[6:] in depths:
             return _nested_page(int(path[6:]))
         if path.startswith("/attributes/") and path[12:] in attributes:
-            return _attributes_page(int(path[12:]))
+            return attributes_page(int(path[12:]))
         if path.startswith("/p/") and path[3:].isdigit() and int(path[3:]) < pages:
             return html(f"Page {path[3:]}", ["/"])
         return NOT_FOUND
@@ -633,7 +633,7 @@ def _nested_page(depth: int) -> Reply:
 
 
 @cache
-def _attributes_page(count: int) -> Reply:
+def attributes_page(count: int) -> Reply:
     attributes = " ".join(f"a{n}" for n in range(count))
     body = f"<!DOCTYPE html><html><head><title>Attributes</title></head><body><p {attributes}>x</p></body></html>"
     return Reply(200, body.encode(), {"Content-Type": "text/html; charset=utf-8"})
