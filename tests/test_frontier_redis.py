@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 from scrapy import Request, Spider
+from scrapy.crawler import Crawler
 from scrapy.squeues import FifoMemoryQueue
 from scrapy.utils.test import get_crawler
 
@@ -238,14 +239,21 @@ def test_an_expired_lease_goes_back_to_the_front_and_frees_its_slot(frontier: Fr
     assert (sizes.queued, sizes.leased, sizes.reclaimed) == (0, 1, 1)
 
 
-def test_a_lease_handed_out_again_is_the_new_holder_s_alone(
-    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
-) -> None:
-    stopped, other = _frontier(redis_client, crawl_name, clock), _frontier(redis_client, crawl_name, clock)
+def _lease_handed_to_another(client: redis.Redis, name: str, clock: FakeClock) -> tuple[FrontierStore, FrontierStore]:
+    """Two processes: the first was handed http://a/0, then stood still past its lease, and the
+    second was handed it."""
+    stopped, other = _frontier(client, name, clock), _frontier(client, name, clock)
     _push(stopped, "http://a/0")
     assert _popped_url(stopped) == "http://a/0"  # then the process stands still past its lease
     clock.now += 31.0
     assert _popped_url(other) == "http://a/0"  # reclaimed and handed out again
+    return stopped, other
+
+
+def test_a_lease_handed_out_again_is_the_new_holder_s_alone(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    stopped, other = _lease_handed_to_another(redis_client, crawl_name, clock)
     leases = f"{stopped.shard_of('a')}:leases"
     expiry = redis_client.zscore(leases, "http://a/0")
     clock.now += 5.0  # the stopped process goes on
@@ -263,11 +271,7 @@ def test_a_lease_handed_out_again_is_the_new_holder_s_alone(
 def test_a_request_finished_after_its_lease_went_to_another_process_leaves_that_one_s_share(
     redis_client: redis.Redis, crawl_name: str, clock: FakeClock
 ) -> None:
-    stopped, other = _frontier(redis_client, crawl_name, clock), _frontier(redis_client, crawl_name, clock)
-    _push(stopped, "http://a/0")
-    assert _popped_url(stopped) == "http://a/0"  # then the process stands still past its lease
-    clock.now += 31.0
-    assert _popped_url(other) == "http://a/0"
+    stopped, other = _lease_handed_to_another(redis_client, crawl_name, clock)
     inflight = f"{stopped.shard_of('a')}:inflight:a"
     stopped.finish("a", "http://a/0")  # the answer to its request, sent before it stood still
     assert redis_client.zrange(inflight, 0, -1) == [b"http://a/0"]  # the other's share
@@ -278,11 +282,7 @@ def test_a_request_finished_after_its_lease_went_to_another_process_leaves_that_
 def test_a_retry_or_redirect_of_a_lease_that_went_to_another_process_is_left_to_that_one(
     redis_client: redis.Redis, crawl_name: str, clock: FakeClock
 ) -> None:
-    stopped, other = _frontier(redis_client, crawl_name, clock), _frontier(redis_client, crawl_name, clock)
-    _push(stopped, "http://a/0")
-    assert _popped_url(stopped) == "http://a/0"  # then the process stands still past its lease
-    clock.now += 31.0
-    assert _popped_url(other) == "http://a/0"
+    stopped, other = _lease_handed_to_another(redis_client, crawl_name, clock)
     leases = f"{stopped.shard_of('a')}:leases"
     expiry = redis_client.zscore(leases, "http://a/0")
     seen = ("set", stopped.key("seen", "7"), "-1234567890123")
@@ -660,45 +660,9 @@ def test_a_fresh_slot_given_back_leaves_its_request_s_share(
     assert redis_client.zrange(f"{store.shard_of('a')}:inflight:a", 0, -1) == [key.encode()]
 
 
-def test_a_stale_request_whose_lease_went_to_another_process_is_not_sent_and_leaves_its_slot_alone(
-    crawl_name: str,
-) -> None:
-    settings = project_settings(
-        REDIS_URL=REDIS_URL,
-        CRAWLER_CRAWL_ID=crawl_name,
-        ROBOTSTXT_OBEY=False,
-        CRAWLER_LEASE_SECONDS=0.5,
-        CRAWLER_DEFAULT_DELAY=0.0,
-        CRAWLER_MIN_DELAY=0.0,
-    )
-    crawler = get_crawler(PageSpider, settings)
-    spider = PageSpider.from_crawler(crawler)
-    queue = RedisFrontierQueue(CrawlServices.of(crawler).redis.client, spider, crawl_keys(crawl_name))  # type: ignore[union-attr]
-    queue.push(Request("http://a.test/0"))
-    request = next(filter(None, (queue.pop() for _ in range(5))), None)  # the link not started: at once
-    assert request is not None
-    time.sleep(0.6)  # this process stands still past its lease; another takes the request
-    other = FrontierStore(queue.store.client, crawl_keys(crawl_name), queue.store.config)
-    popped = other.pop_many(1, shard=other.shard_of("a.test")).popped
-    assert [entry.kind for entry in popped] == ["request"]
-    inflight = f"{other.shard_of('a.test')}:inflight:a.test"
-    assert queue.store.client.zrange(inflight, 0, -1) == [b"http://a.test/0"]
-    request.meta[LEAVE_AT] -= 60  # it waited long enough for its slot to be stale
-    limiter_middleware = LimiterMiddleware.from_crawler(crawler)
-    with pytest.raises(NotSent, match="another process has it"):
-        asyncio.run(HeldSlotCheck(crawler).keep_or_renew("a.test", request))
-    limiter_middleware.process_exception(request, NotSent("not sent"))
-    assert queue.store.client.zrange(inflight, 0, -1) == [b"http://a.test/0"]  # the other's share
-    crawler.signals.send_catch_log(signal=request_not_sent, request=request)
-    sizes = queue.store.sizes()
-    assert (sizes.queued, sizes.leased) == (0, 1)  # the other's lease: not given back
-    assert crawler.stats.get_value("frontier/lease_lost_before_sent") == 1
-
-
-@pytest.mark.parametrize("renewed_first", [False, True])
-def test_a_worker_back_from_a_stop_leaves_the_retry_of_a_lease_another_process_has_to_that_one(
-    crawl_name: str, renewed_first: bool
-) -> None:
+def _worker_past_its_lease(crawl_name: str) -> tuple[Crawler, RedisFrontierQueue, Request]:
+    """A worker's queue that popped http://a.test/0, then stood still past its lease while
+    another process was handed the request."""
     settings = project_settings(
         REDIS_URL=REDIS_URL,
         CRAWLER_CRAWL_ID=crawl_name,
@@ -716,6 +680,32 @@ def test_a_worker_back_from_a_stop_leaves_the_retry_of_a_lease_another_process_h
     time.sleep(0.6)  # this process stands still past its lease; another takes the request
     other = FrontierStore(queue.store.client, crawl_keys(crawl_name), queue.store.config)
     assert [entry.kind for entry in other.pop_many(1, shard=other.shard_of("a.test")).popped] == ["request"]
+    return crawler, queue, request
+
+
+def test_a_stale_request_whose_lease_went_to_another_process_is_not_sent_and_leaves_its_slot_alone(
+    crawl_name: str,
+) -> None:
+    crawler, queue, request = _worker_past_its_lease(crawl_name)
+    inflight = f"{queue.store.shard_of('a.test')}:inflight:a.test"
+    assert queue.store.client.zrange(inflight, 0, -1) == [b"http://a.test/0"]
+    request.meta[LEAVE_AT] -= 60  # it waited long enough for its slot to be stale
+    limiter_middleware = LimiterMiddleware.from_crawler(crawler)
+    with pytest.raises(NotSent, match="another process has it"):
+        asyncio.run(HeldSlotCheck(crawler).keep_or_renew("a.test", request))
+    limiter_middleware.process_exception(request, NotSent("not sent"))
+    assert queue.store.client.zrange(inflight, 0, -1) == [b"http://a.test/0"]  # the other's share
+    crawler.signals.send_catch_log(signal=request_not_sent, request=request)
+    sizes = queue.store.sizes()
+    assert (sizes.queued, sizes.leased) == (0, 1)  # the other's lease: not given back
+    assert crawler.stats.get_value("frontier/lease_lost_before_sent") == 1
+
+
+@pytest.mark.parametrize("renewed_first", [False, True])
+def test_a_worker_back_from_a_stop_leaves_the_retry_of_a_lease_another_process_has_to_that_one(
+    crawl_name: str, renewed_first: bool
+) -> None:
+    crawler, queue, request = _worker_past_its_lease(crawl_name)
     if renewed_first:  # its renewal, overdue, may learn first that the lease went to the other
         queue._renew()
         assert "http://a.test/0" in queue.lost_leases
