@@ -204,11 +204,15 @@ class Prune:
         self.every = every
         self.statuses: Counter[int] = Counter()
         self.last_output = ""
+        self.failures: list[str] = []
+        """The end of each failed run's output, with its status and when it was seen to end."""
         self._next = every
+        self._now = 0.0
         self._process: subprocess.Popen[bytes] | None = None
 
     def tick(self, now: float) -> None:
         """Note a run that ended; start the next one when due."""
+        self._now = now
         if self._process is not None and self._process.poll() is not None:
             self._ended(self._process.returncode)
         if self._process is None and now >= self._next:
@@ -221,6 +225,9 @@ class Prune:
     def _ended(self, status: int) -> None:
         self.statuses[status] += 1
         self.last_output = self.log.read_text(errors="replace").strip()
+        if status != 0:
+            minutes, seconds = divmod(int(self._now), 60)  # the soak's clock, as its faults are logged
+            self.failures.append(f"{minutes}:{seconds:02d} status {status}: {self.last_output[-400:]}")
         self._process = None
 
     def stop(self) -> None:

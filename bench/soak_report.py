@@ -280,6 +280,8 @@ class Report:
         api = self.api
         print(f"\nAPI answers {dict(api.statuses)}; last crawler_pages_fetched_total {api.pages_fetched}")
         print(f"prune runs {dict(self.prune.statuses)}; last output: {self.prune.last_output[-300:]!r}")
+        for failure in self.prune.failures:
+            print(f"  failed prune run at {failure!r}")
         loads = self.sampler.loads
         return {
             "api_stats_p50_ms": _ms(percentile(api.timings["stats"], 0.5)),
