@@ -20,12 +20,19 @@ class ProcessSample:
 
 def sample(pid: int, at: float, ports: tuple[int, ...]) -> ProcessSample | None:
     """``pid``'s figures now; None when it has gone."""
+    fd_dir = Path(f"/proc/{pid}/fd")
     try:
         status = Path(f"/proc/{pid}/status").read_text()
-        fd_dir = Path(f"/proc/{pid}/fd")
-        links = [os.readlink(fd_dir / name) for name in os.listdir(fd_dir)]
+        names = os.listdir(fd_dir)
     except (FileNotFoundError, ProcessLookupError):
         return None
+    links = []
+    for name in names:
+        try:
+            links.append(os.readlink(fd_dir / name))
+        except FileNotFoundError:
+            pass  # closed since the listing: the process lives on
+
     rss = [int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")]
     if not rss:
         return None  # exited, not yet reaped: a zombie has no memory of its own
