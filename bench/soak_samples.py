@@ -32,7 +32,6 @@ def sample(pid: int, at: float, ports: tuple[int, ...]) -> ProcessSample | None:
             links.append(os.readlink(fd_dir / name))
         except FileNotFoundError:
             pass  # closed since the listing: the process lives on
-
     rss = [int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")]
     if not rss:
         return None  # exited, not yet reaped: a zombie has no memory of its own

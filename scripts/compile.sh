@@ -18,11 +18,15 @@ loads() {
 spec = u.spec_from_file_location(sys.argv[1], sys.argv[2])
 spec.loader.exec_module(u.module_from_spec(spec))' "$1" "$2"
 }
+# Whether MODULE's compiled file is newer than its source and loads.
+fresh() {
+  local path=${1//./\/}
+  [ "$path$suffix" -nt "$path.c" ] && loads "$1" "$path$suffix"
+}
 all_built() {
-  local module path
+  local module
   for module in "${modules[@]}"; do
-    path=${module//./\/}
-    [ "$path$suffix" -nt "$path.c" ] && loads "$module" "$path$suffix" || return 1
+    fresh "$module" || return 1
   done
 }
 if all_built 2>/dev/null; then
@@ -49,8 +53,7 @@ PY
 fi
 # None left that is stale or does not load: the crawl would import it.
 for module in "${modules[@]}"; do
-  path=${module//./\/}
-  { [ "$path$suffix" -nt "$path.c" ] && loads "$module" "$path$suffix"; } 2>/dev/null || rm -f "$path$suffix"
+  fresh "$module" 2>/dev/null || rm -f "${module//./\/}$suffix"
 done
 echo "NOTE: the compiled modules could not be built (they need a C compiler, Python's headers," \
   "setuptools and a writable checkout); the crawl runs their Python versions, with the same results," \

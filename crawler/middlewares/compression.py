@@ -9,9 +9,9 @@ middleware then picks the response class and the encoding from the decompressed 
 
 One whole, sound gzip member is decompressed in one call to zlib-ng (zlib's format, inflated
 in about half zlib's time); anything else (several members, a damaged or cut stream) goes to
-Scrapy's ``gunzip``, which keeps what such a stream gives. One difference: a stream damaged past the size limit is refused as too large (Scrapy
-would raise zlib's error when the damage falls in its first 64 KiB); the response is dropped
-either way. ``docs/design-notes.md`` has the measurements behind both.
+Scrapy's ``gunzip``, which keeps what such a stream gives. One difference: a stream damaged
+past the size limit is refused as too large (Scrapy would raise zlib's error when the damage
+falls in its first 64 KiB); the response is dropped either way. ``docs/design-notes.md`` has the measurements behind both.
 """
 
 from __future__ import annotations
