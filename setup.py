@@ -1,5 +1,6 @@
 """Packaging for scrapyd (``scrapyd-deploy`` builds an egg from this). The egg is Python only:
-the compiled modules (the SimHash and the nesting depth, ``scripts/compile.sh``) are left out, as
+the compiled modules (the SimHash, the nesting depth and the walk over a document,
+``scripts/compile.sh``) are left out, as
 an egg loads a compiled module through a stub that needs a writable cache and does not check the
 module's Python version; the scrapyd host computes the same in Python.
 

@@ -10,9 +10,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler.extraction import RobotsDirectives, extract_page, parse_robots_directives
+from crawler.extraction import html as extraction_html
 from crawler.extraction.html import STR_ONLY_SPACES
 from crawler.identity import normalize_url
 from crawler.twins.simhash import simhash, simhash_of_words
+
+COMPILED_MISSING = "crawler/extraction/_walk.c is not built: scripts/compile.sh builds it (it needs a C compiler)"
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs with the walk in C and with its Python version."""
+    if request.param == "compiled":
+        assert extraction_html._compiled_walk is not None, COMPILED_MISSING
+    else:
+        monkeypatch.setattr(extraction_html, "_compiled_walk", None)
+    return request.param
+
 
 PAGE = """<!DOCTYPE html><html><head>
 <title>  The   title </title>

@@ -3,14 +3,19 @@
 lexbor was chosen by measurement: on link-heavy pages it parses and walks links several times
 faster than lxml or Scrapy's ``LinkExtractor`` (see ``bench/``). Links are resolved, normalised
 and deduplicated as strings here, so that the spider builds Requests only for new URLs.
+
+What extraction reads (title, metas, links, anchors, the visible text) is found in one walk over
+the parsed document: in C (``_walk.c``, through the lexbor functions selectolax's module exports,
+without the GIL) where ``scripts/compile.sh`` built it, else in Python through selectolax's API.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser
 from selectolax.lexbor import LexborNode as Node
@@ -18,6 +23,12 @@ from selectolax.lexbor import LexborNode as Node
 from crawler.extraction.robots_directives import NONE, RobotsDirectives, parse_robots_directives
 from crawler.identity.resolve import LinkResolver
 from crawler.identity.whatwg import join
+
+_compiled_walk: Callable[[bytes, bytes], tuple] | None
+try:
+    from crawler.extraction._walk import walk as _compiled_walk
+except ImportError:  # not built: no C compiler where the crawler was installed
+    _compiled_walk = None
 
 
 def _tag_ids(names: str) -> frozenset[int]:
@@ -27,7 +38,13 @@ def _tag_ids(names: str) -> frozenset[int]:
     return frozenset(tree.create_node(name).tag_id for name in names.split())
 
 
-_BLOCK, _ANCHOR, _HEAD, _INVISIBLE = range(4)
+def _text_tag_id() -> int:
+    tree = LexborHTMLParser("<p>x</p>")
+    return next(node.tag_id for node in tree.body.traverse(include_text=True) if node.tag == "-text")
+
+
+# The numbers of _walk.c's kinds.
+_BLOCK, _ANCHOR, _INVISIBLE, _TITLE, _META, _LINK, _BASE, _TEXT = range(1, 9)
 _KIND_OF_TAG = {
     tag: kind
     for kind, names in (
@@ -37,11 +54,16 @@ _KIND_OF_TAG = {
             "h1 h2 h3 h4 h5 h6 header hr li main nav ol option p pre section table td th tr ul",
         ),
         (_ANCHOR, "a area"),
-        (_HEAD, "title meta link base"),
         (_INVISIBLE, "script style noscript template svg head"),
+        (_TITLE, "title"),
+        (_META, "meta"),
+        (_LINK, "link"),
+        (_BASE, "base"),
     )
     for tag in _tag_ids(names)
-}
+} | {_text_tag_id(): _TEXT}
+_KINDS = bytes(_KIND_OF_TAG.get(tag, 0) for tag in range(max(_KIND_OF_TAG) + 1))
+"""The kind of each tag number, as the compiled walk reads them."""
 _SKIPPED_PREFIXES = ("#", "mailto:", "javascript:", "tel:", "data:", "about:", "ftp:", "sms:", "file:")
 
 
@@ -63,6 +85,97 @@ class PageData:
     invalid_links: int = 0
 
 
+class Walked(NamedTuple):
+    """What extraction reads from a document, found in one walk over its tree: lexbor's CSS
+    matching walks the whole tree once per query, and the seven queries of a page (links,
+    blocks, title, metas, links of the head, base) cost more than its parse. An attribute
+    given without a value (``<base href>``) is there, valued None, as a CSS attribute selector
+    sees it."""
+
+    has_head: bool
+    title: str | None
+    """The text of the first ``title``, wherever it is; None without one."""
+    base: str | None
+    """The ``href`` of the first ``base`` that has one; None without one."""
+    metas: list[tuple[str | None, str | None]]
+    """``name`` and ``content`` of each ``meta`` that has both, wherever it is."""
+    links: list[tuple[str | None, str | None]]
+    """``rel`` and ``href`` of each ``link`` that has both, wherever it is."""
+    anchors: list[tuple[str, str | None]]
+    """``href`` and ``rel`` of the ``a`` and ``area`` that have a non-empty ``href``."""
+    text: bytes
+    """The visible text in UTF-8 as lexbor holds it (not always valid): the text of the body
+    outside ``script``, ``style`` and the like, with a space on either side of each block."""
+
+
+def walk(html: bytes) -> Walked:
+    """``html`` (UTF-8) parsed and walked: in C without the GIL (``_walk.c``) where
+    ``scripts/compile.sh`` built it, else in Python through selectolax, with the same result."""
+    if _compiled_walk is not None:
+        return Walked._make(_compiled_walk(html, _KINDS))
+    return walk_in_python(html)
+
+
+def walk_in_python(html: bytes) -> Walked:
+    tree = LexborHTMLParser(html)
+    title: Node | None = None
+    base: str | None = None
+    has_base = False
+    metas: list[tuple[str | None, str | None]] = []
+    links: list[tuple[str | None, str | None]] = []
+    anchors: list[tuple[str, str | None]] = []
+    blocks: list[Node] = []
+    invisible: list[Node] = []
+    kind_of = _KIND_OF_TAG.get
+    for node in tree.root.traverse() if tree.root is not None else ():
+        kind = kind_of(node.tag_id)
+        if kind is None:
+            continue
+        if kind == _BLOCK:
+            blocks.append(node)
+        elif kind == _ANCHOR:
+            attributes = node.attributes  # a dict, read faster than the lazy ``attrs``
+            href = attributes.get("href")
+            if href:  # one without a value would be skipped as empty
+                anchors.append((href, attributes.get("rel")))
+        elif kind == _INVISIBLE:
+            invisible.append(node)
+        elif kind == _TITLE:
+            if title is None:
+                title = node
+        else:
+            attrs = node.attrs
+            if kind == _META and "name" in attrs and "content" in attrs:
+                metas.append((attrs.get("name"), attrs.get("content")))
+            elif kind == _LINK and "rel" in attrs and "href" in attrs:
+                links.append((attrs.get("rel"), attrs.get("href")))
+            elif kind == _BASE and not has_base and "href" in attrs:
+                has_base, base = True, attrs.get("href")
+    return Walked(
+        tree.head is not None,
+        title.text() if title is not None else None,
+        base,
+        metas,
+        links,
+        anchors,
+        _visible_text(tree, blocks, invisible).encode("utf-8"),
+    )
+
+
+def _visible_text(tree: LexborHTMLParser, blocks: list[Node], invisible: list[Node]) -> str:
+    # The separators go in before the invisible parts are removed, with them where they are inside.
+    for node in blocks:
+        node.insert_before(" ")
+        node.insert_after(" ")
+    # Last first: an invisible element inside another is removed while it is still in the tree.
+    for node in reversed(invisible):
+        node.decompose(recursive=False)
+    # The whole document's where there is no body, or a frameset took its place.
+    body = tree.body
+    root = body if body is not None and body.parent is not None else tree.root
+    return root.text(separator="") if root is not None else ""
+
+
 def extract_page(
     html: str | bytes,
     url: str,
@@ -75,102 +188,48 @@ def extract_page(
     are read as UTF-8). Links are resolved by ``resolver`` (one for the whole crawl shares its
     cache between pages), else by one of ``normalize`` for this page; at most ``max_links``
     distinct links are read (0: all), as each costs a URL normalisation."""
-    tree = LexborHTMLParser(html)
+    found = walk(html.encode("utf-8", "ignore") if isinstance(html, str) else html)
     page = PageData()
-    found = _Elements.of(tree)
-    has_head = tree.head is not None
-    resolve = (resolver or LinkResolver(normalize)).for_base(found.base_href(url) if has_head else url)
-    if has_head:
-        title = found.first("title")
-        if title is not None:
-            page.title = _squash(title.text()) or None
-        page.robots = found.meta_robots(user_agents)
-        page.description = found.meta_content("description")
-        canonical = found.link_href("canonical")
+    resolve = (resolver or LinkResolver(normalize)).for_base(_base_url(found.base, url) if found.has_head else url)
+    if found.has_head:
+        if found.title is not None:
+            page.title = _squash(found.title) or None
+        metas = [((name or "").strip().lower(), content or "") for name, content in found.metas]
+        page.robots = _meta_robots(metas, user_agents)
+        page.description = _squash(next((content for name, content in metas if name == "description"), "")) or None
+        canonical = _link_href(found.links, "canonical")
         if canonical:
             page.canonical = resolve(canonical)
             if page.canonical is None:
                 page.invalid_links += 1
     _collect_links(found.anchors, resolve, page, max_links)
-    page.words = _visible_words(tree, found)
+    # Words are separated at block boundaries only, so "<b>para</b>graph" stays one word.
+    page.words = _utf8_words(found.text.decode("utf-8", "replace"))
     text = b" ".join(page.words)
     page.text = text.decode("utf-8")
     page.text_hash = hashlib.sha256(text).hexdigest()
     return page
 
 
-@dataclass(slots=True)
-class _Elements:
-    """The elements extraction reads, found in one walk over the document: lexbor's CSS
-    matching walks the whole tree once per query, and the seven queries of a page (links,
-    blocks, title, metas, links of the head, base) cost more than its parse."""
+def _base_url(href: str | None, url: str) -> str:
+    """The document's base URL: its first ``base`` with an ``href``, resolved against the
+    page's URL as a browser does (the page's own URL when that is empty or refused)."""
+    href = (href or "").strip()
+    return (join(url, href) if href else None) or url
 
-    anchors: list[tuple[str, str | None]] = field(default_factory=list)
-    """``href`` and ``rel`` of the ``a`` and ``area`` that have a non-empty ``href``."""
-    blocks: list[Node] = field(default_factory=list)
-    invisible: list[Node] = field(default_factory=list)
-    head: list[Node] = field(default_factory=list)
-    """``title``, ``meta``, ``link`` and ``base``, wherever they are."""
 
-    @classmethod
-    def of(cls, tree: LexborHTMLParser) -> _Elements:
-        found = cls()
-        if tree.root is None:
-            return found
-        kind_of = _KIND_OF_TAG.get
-        for node in tree.root.traverse():
-            kind = kind_of(node.tag_id)
-            if kind is None:
-                continue
-            if kind == _BLOCK:
-                found.blocks.append(node)
-            elif kind == _ANCHOR:
-                attributes = node.attributes  # a dict, read faster than the lazy ``attrs``
-                href = attributes.get("href")
-                if href:  # one without a value would be skipped as empty
-                    found.anchors.append((href, attributes.get("rel")))
-            elif kind == _HEAD:
-                found.head.append(node)
-            else:
-                found.invisible.append(node)
-        return found
+def _meta_robots(metas: list[tuple[str, str]], user_agents: Iterable[str]) -> RobotsDirectives:
+    names = {"robots", *(a.lower() for a in user_agents)}
+    contents = [content for name, content in metas if name in names]
+    return parse_robots_directives(contents) if contents else NONE
 
-    def first(self, tag: str) -> Node | None:
-        return next((node for node in self.head if node.tag == tag), None)
 
-    # An attribute given without a value (``<base href>``) is there, valued None, as a CSS
-    # attribute selector sees it: the first such element counts, with an empty value.
-
-    def base_href(self, url: str) -> str:
-        """The document's base URL: the first ``base`` with an ``href``, resolved against the
-        page's URL as a browser does (the page's own URL when that is empty or refused)."""
-        base = next((node for node in self.head if node.tag == "base" and "href" in node.attrs), None)
-        href = (base.attrs.get("href") or "").strip() if base is not None else ""
-        return (join(url, href) if href else None) or url
-
-    def _metas(self) -> Iterator[tuple[str, str]]:
-        """``(name, content)`` of the metas that have both, name stripped and lowercase."""
-        for node in self.head:
-            if node.tag == "meta":
-                attrs = node.attrs
-                if "name" in attrs and "content" in attrs:
-                    yield (attrs.get("name") or "").strip().lower(), attrs.get("content") or ""
-
-    def meta_robots(self, user_agents: Iterable[str]) -> RobotsDirectives:
-        names = {"robots", *(a.lower() for a in user_agents)}
-        contents = [content for name, content in self._metas() if name in names]
-        return parse_robots_directives(contents) if contents else NONE
-
-    def meta_content(self, name: str) -> str | None:
-        return _squash(next((content for meta, content in self._metas() if meta == name), "")) or None
-
-    def link_href(self, rel: str) -> str | None:
-        for node in self.head:
-            if node.tag == "link":
-                attrs = node.attrs
-                if "rel" in attrs and "href" in attrs and rel in (attrs.get("rel") or "").lower().split():
-                    return (attrs.get("href") or "").strip() or None
-        return None
+def _link_href(links: list[tuple[str | None, str | None]], rel: str) -> str | None:
+    """The ``href`` of the first ``link`` whose ``rel`` has ``rel`` (None where it is empty)."""
+    for rels, href in links:
+        if rel in (rels or "").lower().split():
+            return (href or "").strip() or None
+    return None
 
 
 def _collect_links(
@@ -191,19 +250,6 @@ def _collect_links(
         seen[link] = seen.get(link, False) or followable
     page.links = list(seen)
     page.followable = [link for link, followable in seen.items() if followable]
-
-
-def _visible_words(tree: LexborHTMLParser, found: _Elements) -> list[bytes]:
-    # Words are separated at block boundaries only, so "<b>para</b>graph" stays one word. The
-    # separators go in before the invisible parts are removed, with them where they are inside.
-    for node in found.blocks:
-        node.insert_before(" ")
-        node.insert_after(" ")
-    # Last first: an invisible element inside another is removed while it is still in the tree.
-    for node in reversed(found.invisible):
-        node.decompose(recursive=False)
-    root = tree.body or tree.root
-    return _utf8_words(root.text(separator="")) if root is not None else []
 
 
 STR_ONLY_SPACES = (
