@@ -20,6 +20,7 @@ from crawler.identity import (
     surt_key,
     url_hash,
 )
+from crawler.identity.normalize import _already_normal
 
 CONFORMANCE = Path(__file__).resolve().parent / "conformance" / "url_normalization.json"
 
@@ -262,3 +263,47 @@ def test_junk_never_raises_anything_but_invalid_url(junk: str) -> None:
         return
     assert normalize_url(normal) == normal
     surt_key(normal)
+
+
+_plain_hosts = st.one_of(
+    _hosts,
+    st.builds(
+        ".".join,
+        st.lists(st.integers(0, 300).map(str) | st.sampled_from(["00", "07", "0x7f", "1e2"]), min_size=1, max_size=5),
+    ),
+    st.builds(
+        lambda labels: ".".join(labels),
+        st.lists(st.sampled_from(["1", "255", "256", "a", "0", "x1"]), min_size=1, max_size=5),
+    ),
+)
+
+
+@given(
+    st.sampled_from(["http", "https"]),
+    _plain_hosts,
+    st.sampled_from(["", ":80", ":443", ":8080", ":65536", ":1"]),
+    st.from_regex(r"(/[A-Za-z0-9._~-]{0,6}){0,4}", fullmatch=True),
+)
+@settings(max_examples=1000, deadline=None)
+def test_a_url_taken_as_already_normal_is_its_normal_form(scheme: str, host: str, port: str, path: str) -> None:
+    url = f"{scheme}://{host}{port}{path}"
+    taken = _already_normal(url)
+    if taken is None:
+        return
+    assert taken == UrlNormalizer().canonicalize(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "taken"),
+    [
+        ("http://127.20.0.1:44061/library/a.html", "http://127.20.0.1:44061/library/a.html"),
+        ("http://192.168.1.255/", "http://192.168.1.255/"),
+        ("http://127.0.0.01/", None),  # a leading zero: octal to some readers, the full way
+        ("http://127.1/", None),  # 127.0.0.1 to a browser
+        ("http://256.1.1.1/", None),  # not an address: refused by the full way
+        ("http://1.2.3.4.5/", None),
+        ("http://example.com", "http://example.com/"),
+    ],
+)
+def test_the_addresses_already_normal(url: str, taken: str | None) -> None:
+    assert _already_normal(url) == taken

@@ -43,6 +43,9 @@ _VALID_HOST = re.compile(r"^(?:[a-z0-9_](?:[a-z0-9_-]{0,62})\.?)+$|^\[[0-9a-f:.]
 _MAX_URL_LENGTH = 8192
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _PLAIN_URL = re.compile(r"(https?)://([a-z0-9_.-]+)(?::([1-9][0-9]{0,4}))?(/[A-Za-z0-9._~/-]*)?\Z")
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_DOTTED_QUAD = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}\Z")
+"""An IPv4 address as a browser writes it: four decimal numbers, none with a leading zero."""
 
 
 class InvalidURL(ValueError):
@@ -122,14 +125,15 @@ def _already_normal(url: str) -> str | None:
     links are, and the full way is the costliest step of a link. Lowercase http(s) and host, no
     default port, no user, query or fragment, a path of unreserved characters without dot
     segments; and a host a browser keeps as it is: not IDNA (``xn--``), and its last label not
-    a number, which would make it an IPv4 address. Anything else takes the full way."""
+    a number, which would make it an IPv4 address, unless it is one written as a browser writes
+    it. Anything else takes the full way."""
     plain = _PLAIN_URL.match(url)
     if plain is None:
         return None
     scheme, host, port, path = plain.groups()
     if host.endswith(".") or not _VALID_HOST.match(host) or "xn--" in host:
         return None
-    if host[host.rfind(".") + 1].isdigit():
+    if host[host.rfind(".") + 1].isdigit() and not _DOTTED_QUAD.match(host):
         return None
     if port is not None and (int(port) > 65535 or int(port) == DEFAULT_PORTS[scheme]):
         return None
