@@ -236,18 +236,25 @@ def _collect_links(
     anchors: list[tuple[str, str | None]], resolve: Callable[[str], str | None], page: PageData, max_links: int
 ) -> None:
     seen: dict[str, bool] = {}  # link -> followable
+    # A page repeats its links (an index, a table of contents): each href is read once.
+    read: dict[str, str | None] = {}
+    invalid = 0
     for href, rel in anchors:
         if max_links and len(seen) >= max_links:
             break
-        href = href.strip()
-        if not href or href.lower().startswith(_SKIPPED_PREFIXES):
-            continue
-        link = resolve(href)
+        link = read.get(href, False)
+        if link is False:
+            stripped = href.strip()
+            skipped = not stripped or stripped.lower().startswith(_SKIPPED_PREFIXES)
+            link = read[href] = "" if skipped else resolve(stripped)
         if link is None:
-            page.invalid_links += 1
-            continue
-        followable = "nofollow" not in (rel or "").lower()
-        seen[link] = seen.get(link, False) or followable
+            invalid += 1
+        elif link:  # "" for a link not followed at all (mailto:, #top, empty)
+            if rel is None or "nofollow" not in rel.lower():
+                seen[link] = True
+            elif link not in seen:
+                seen[link] = False
+    page.invalid_links += invalid
     page.links = list(seen)
     page.followable = [link for link, followable in seen.items() if followable]
 
