@@ -20,7 +20,6 @@ from crawler.identity import (
     surt_key,
     url_hash,
 )
-from crawler.identity.normalize import _already_normal
 
 CONFORMANCE = Path(__file__).resolve().parent / "conformance" / "url_normalization.json"
 
@@ -287,7 +286,7 @@ _plain_hosts = st.one_of(
 @settings(max_examples=1000, deadline=None)
 def test_a_url_taken_as_already_normal_is_its_normal_form(scheme: str, host: str, port: str, path: str) -> None:
     url = f"{scheme}://{host}{port}{path}"
-    taken = _already_normal(url)
+    taken = UrlNormalizer()._plain_normal(url)
     if taken is None:
         return
     assert taken == UrlNormalizer().canonicalize(url)
@@ -306,4 +305,4 @@ def test_a_url_taken_as_already_normal_is_its_normal_form(scheme: str, host: str
     ],
 )
 def test_the_addresses_already_normal(url: str, taken: str | None) -> None:
-    assert _already_normal(url) == taken
+    assert UrlNormalizer()._plain_normal(url) == taken

@@ -158,14 +158,29 @@ _plain_paths = st.lists(st.sampled_from(["", "a", ".", "..", ".x", "x.", "~u", "
     "/".join
 )
 
+_KEPT_IN_QUERY = st.sampled_from(["a", "b", "A", "@", ":", "/", "?", "'", "!", "$", "(", "*", ",", ";", "~", "-", "."])
+_query_text = st.lists(
+    # Mostly what the fast path takes, so that queries of several pairs it takes are common.
+    st.one_of(
+        _KEPT_IN_QUERY,
+        _KEPT_IN_QUERY,
+        _KEPT_IN_QUERY,
+        st.sampled_from(["utm_source", "fbclid", "UTM_x", "%41", "%2f", "+", " ", '"', "#", "\\", "é", "[", "^", "="]),
+    ),
+    max_size=4,
+).map("".join)
+_plain_queries = st.lists(
+    st.tuples(_query_text, st.sampled_from(["=", "=", ""]), _query_text).map("".join), min_size=1, max_size=4
+).map(lambda pairs: "?" + "&".join(pairs))
 
-@settings(max_examples=300, deadline=None)
+
+@settings(max_examples=2000, deadline=None)
 @given(
     st.sampled_from(["http", "https", "HTTP"]),
     _plain_hosts,
     st.sampled_from(["", ".", ":80", ":443", ":8080", ":08080", ":65535", ":65536", ":0"]),
     st.none() | _plain_paths,
-    st.sampled_from(["", "?a=1", "#f"]),
+    st.sampled_from(["", "?a=1", "#f"]) | _plain_queries,
 )
 def test_urls_already_normal_skip_canonicalization_with_the_same_answer(scheme, host, dot_or_port, path, tail) -> None:
     url = f"{scheme}://{host}{dot_or_port}" + ("" if path is None else "/" + path) + tail
@@ -178,3 +193,30 @@ def test_urls_already_normal_skip_canonicalization_with_the_same_answer(scheme, 
     except InvalidURL:
         got = None
     assert got == expected
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.sampled_from(["http://a.example", "https://127.0.0.1:8080/p/", "http://b.example/x.html"]), _plain_queries)
+def test_a_query_put_in_normal_form_without_the_full_way_is_its_normal_form(start: str, query: str) -> None:
+    url = start + query
+    assert normalize._plain_normal(url) in (None, normalize.canonicalize(url))
+
+
+@pytest.mark.parametrize(
+    ("url", "normal"),
+    [
+        (
+            "https://bugs.python.org/issue?@action=redirect&bpo=43950",
+            "https://bugs.python.org/issue?%40action=redirect&bpo=43950",
+        ),
+        ("http://a.example?b=2&a=1&utm_source=x", "http://a.example/?a=1&b=2"),
+        ("http://a.example/p?utm_medium=&fbclid=1", "http://a.example/p"),
+        ("http://a.example/p?q=a/b:c'd", "http://a.example/p?q=a%2Fb%3Ac%27d"),
+        ("http://a.example/p?flag", None),  # a pair without "=": the full way
+        ("http://a.example/p?a=%41", None),
+        ("http://a.example/p?a=b+c", None),
+    ],
+)
+def test_a_plain_query_is_put_in_normal_form_without_the_full_way(url: str, normal: str | None) -> None:
+    assert normalize._plain_normal(url) == normal
+    assert normalize.canonicalize(url) == (normal or normalize.canonicalize(url))

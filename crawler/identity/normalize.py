@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from fnmatch import fnmatchcase
+from fnmatch import translate
 from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
@@ -42,7 +42,11 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 _VALID_HOST = re.compile(r"^(?:[a-z0-9_](?:[a-z0-9_-]{0,62})\.?)+$|^\[[0-9a-f:.]+\]$")
 _MAX_URL_LENGTH = 8192
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-_PLAIN_URL = re.compile(r"(https?)://([a-z0-9_.-]+)(?::([1-9][0-9]{0,4}))?(/[A-Za-z0-9._~/-]*)?\Z")
+_PLAIN_URL = re.compile(
+    r"(https?)://([a-z0-9_.-]+)(?::([1-9][0-9]{0,4}))?(/[A-Za-z0-9._~/-]*)?(?:\?([A-Za-z0-9._~!$'()*,;:@/?=&-]+))?\Z"
+)
+_ESCAPED_IN_QUERY = re.compile(r"[^A-Za-z0-9._~-]")
+"""What w3lib percent-encodes in a query's names and values (its always-safe bytes are kept)."""
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _DOTTED_QUAD = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}\Z")
 """An IPv4 address as a browser writes it: four decimal numbers, none with a leading zero."""
@@ -59,7 +63,8 @@ class UrlNormalizer:
     def __init__(self, tracking_params: Iterable[str] = DEFAULT_TRACKING_PARAMS, cache_size: int = 200_000):
         patterns = tuple(p.lower() for p in tracking_params)
         self._exact = frozenset(p for p in patterns if not _is_wildcard(p))
-        self._wildcards = tuple(p for p in patterns if _is_wildcard(p))
+        wildcards = [translate(p) for p in patterns if _is_wildcard(p)]
+        self._wildcards = re.compile("|".join(wildcards)) if wildcards else None
         self._cache: dict[str, str] = {}
         self._cache_size = cache_size
 
@@ -79,7 +84,7 @@ class UrlNormalizer:
             raise InvalidURL("empty URL")
         if len(url) > _MAX_URL_LENGTH:
             raise InvalidURL(f"URL longer than {_MAX_URL_LENGTH} characters")
-        return _already_normal(url) or self.canonicalize(url)
+        return self._plain_normal(url) or self.canonicalize(url)
 
     def canonicalize(self, url: str) -> str:
         """The normal form of a stripped URL of acceptable length, through the browser's reading
@@ -117,31 +122,58 @@ class UrlNormalizer:
 
     def _is_tracking(self, name: str) -> bool:
         name = name.lower()
-        return name in self._exact or any(fnmatchcase(name, p) for p in self._wildcards)
+        return name in self._exact or (self._wildcards is not None and self._wildcards.match(name) is not None)
+
+    def _plain_normal(self, url: str) -> str | None:
+        """The normal form of a plain URL, without the full way (the costliest step of a link):
+        ``url`` itself (with ``/`` for an empty path) when it is already in normal form, as most
+        links are, or with its query in normal form. Plain is: lowercase http(s) and host, no
+        default port, no user or fragment, a path of unreserved characters without dot segments;
+        a host a browser keeps as it is: not IDNA (``xn--``), and its last label not a number,
+        which would make it an IPv4 address, unless it is one written as a browser writes it;
+        and a query of ``name=value`` pairs without ``%`` or ``+``, whose characters a browser
+        keeps as they are. Anything else takes the full way."""
+        plain = _PLAIN_URL.match(url)
+        if plain is None:
+            return None
+        scheme, host, port, path, query = plain.groups()
+        if not _plain_origin_and_path(scheme, host, port, path):
+            return None
+        if query is None:
+            return url if path is not None else f"{url}/"
+        query = _normal_query(query)
+        if query is None:
+            return None
+        query = self._drop_tracking(query)
+        start = url[: plain.start(5) - 1] + ("" if path is not None else "/")
+        return f"{start}?{query}" if query else start
 
 
-def _already_normal(url: str) -> str | None:
-    """``url`` itself (with ``/`` for an empty path) when it is already in normal form: most
-    links are, and the full way is the costliest step of a link. Lowercase http(s) and host, no
-    default port, no user, query or fragment, a path of unreserved characters without dot
-    segments; and a host a browser keeps as it is: not IDNA (``xn--``), and its last label not
-    a number, which would make it an IPv4 address, unless it is one written as a browser writes
-    it. Anything else takes the full way."""
-    plain = _PLAIN_URL.match(url)
-    if plain is None:
-        return None
-    scheme, host, port, path = plain.groups()
+def _plain_origin_and_path(scheme: str, host: str, port: str | None, path: str | None) -> bool:
     if host.endswith(".") or not _VALID_HOST.match(host) or "xn--" in host:
-        return None
+        return False
     if host[host.rfind(".") + 1].isdigit() and not _DOTTED_QUAD.match(host):
-        return None
+        return False
     if port is not None and (int(port) > 65535 or int(port) == DEFAULT_PORTS[scheme]):
-        return None
-    if path is None:
-        return f"{url}/"
-    if "/." in path and any(segment in (".", "..") for segment in path.split("/")):
-        return None
-    return url
+        return False
+    return path is None or "/." not in path or all(segment not in (".", "..") for segment in path.split("/"))
+
+
+def _normal_query(query: str) -> str | None:
+    """A query without ``%`` or ``+`` as w3lib writes it: its pairs sorted, each character but
+    the always-safe ones percent-encoded; None where a pair has no name or no ``=``."""
+    pairs = []
+    for field in query.split("&"):
+        name, equals, value = field.partition("=")
+        if not name or not equals:
+            return None
+        pairs.append((name, value))
+    pairs.sort()
+    return "&".join(f"{_escaped_in_query(name)}={_escaped_in_query(value)}" for name, value in pairs)
+
+
+def _escaped_in_query(text: str) -> str:
+    return _ESCAPED_IN_QUERY.sub(lambda character: f"%{ord(character.group()):02X}", text)
 
 
 def _is_wildcard(pattern: str) -> bool:
