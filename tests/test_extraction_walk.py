@@ -52,17 +52,28 @@ _SOUP_PARTS = [
 ]
 
 
+_BYTES = [
+    *(b"\xff", b"\xe6\x97", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x80", b"\x80"),  # not UTF-8
+    *(b"\xc2\xa0", b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\x8a", b"\xe3\x80\x80", b"\x1c", b"\x1f", b"\x0b"),  # spaces
+    *(b"\xe2\x80\x8b", b"\xe2\x81\xa0", b"\xf0\x9f\x98\x80", b"\xc2\xa9", b" ", b"\t", b"w"),  # neither
+]
+
+
 @settings(max_examples=1000, deadline=None)
-@given(st.lists(st.sampled_from(_SOUP_PARTS), max_size=40), st.sampled_from([b"", b"\xff", b"\xe6\x97"]))
-def test_the_compiled_walk_reads_what_the_python_walk_reads(parts: list[str], invalid: bytes) -> None:
+@given(st.lists(st.sampled_from(_SOUP_PARTS), max_size=40), st.lists(st.sampled_from(_BYTES), max_size=8))
+def test_the_compiled_walk_reads_what_the_python_walk_reads(parts: list[str], pieces: list[bytes]) -> None:
     assert html._compiled_walk is not None, COMPILED_MISSING
-    document = "".join(parts).encode() + invalid + b"<p>end"
+    document = "".join(parts).encode() + b"<p>" + b"".join(pieces) + b"<p>end"
     assert _read(html.walk(document)) == _read(walk_in_python(document))
 
 
 def _read(walked: html.Walked) -> html.Walked:
-    """As extraction reads it: the text's bytes not UTF-8 each replaced (as selectolax does)."""
-    return walked._replace(text=walked.text.decode("utf-8", "replace"))
+    """As extraction reads it: the text squashed, its bytes not UTF-8 each replaced (as
+    selectolax does)."""
+    if walked.squashed:
+        return walked
+    text = " ".join(walked.text.decode("utf-8", "replace").split()).encode()
+    return walked._replace(text=text, squashed=True)
 
 
 def test_the_compiled_walk_takes_bytes_only() -> None:

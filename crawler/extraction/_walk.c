@@ -7,7 +7,10 @@
  * every separator around a block; here nothing is made for them, and the Python objects are
  * built once, from what the walk found, after the document is done with.
  *
- *     walk(html: bytes, kinds: bytes) -> (has_head, title, base, metas, links, anchors, text)
+ *     walk(html: bytes, kinds: bytes) -> (has_head, title, base, metas, links, anchors, text, squashed)
+ *
+ * ``text`` is squashed (``squashed`` true) where it is UTF-8: each run of what ``str.split``
+ * splits on made one space, none at either end; else it is lexbor's bytes as they are.
  *
  * ``kinds[tag_id]`` is what an element (or a text node) is to the walk (the KIND_ values below,
  * 0: nothing); the numbers come from selectolax at import, in html.py. */
@@ -89,7 +92,7 @@ typedef struct {
 
 typedef struct {
     void *document;
-    int has_head, has_title, has_base, failed;
+    int has_head, has_title, has_base, failed, squashed;
     Buffer title, text;
     Value base;
     Pairs metas, links, anchors;
@@ -234,6 +237,65 @@ static int walk_tree(Found *found, const unsigned char *kinds, size_t kinds_size
     return 0;
 }
 
+/* The length of the whitespace character (as ``str.split`` reads it) at ``text``, 0 if none. */
+static size_t space_at(const unsigned char *text, size_t left) {
+    unsigned char c = text[0];
+    if (c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f)) return 1;
+    if (c == 0xc2 && left >= 2 && (text[1] == 0x85 || text[1] == 0xa0)) return 2;
+    if (left < 3) return 0;
+    if (c == 0xe1 && text[1] == 0x9a && text[2] == 0x80) return 3; /* U+1680 */
+    if (c == 0xe2 && text[1] == 0x80 && (text[2] <= 0x8a || text[2] == 0xa8 || text[2] == 0xa9 || text[2] == 0xaf))
+        return 3;                                                   /* U+2000 to U+200A, U+2028, U+2029, U+202F */
+    if (c == 0xe2 && text[1] == 0x81 && text[2] == 0x9f) return 3; /* U+205F */
+    if (c == 0xe3 && text[1] == 0x80 && text[2] == 0x80) return 3; /* U+3000 */
+    return 0;
+}
+
+/* The length of the UTF-8 character at ``text`` as Python's strict decoder takes it, 0 where
+ * it is not one (a stray or missing continuation byte, an overlong form, a surrogate, past
+ * U+10FFFF). */
+static size_t utf8_at(const unsigned char *text, size_t left) {
+    unsigned char c = text[0];
+    size_t length;
+    unsigned char low = 0x80, high = 0xbf;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) length = 2;
+    else if (c >= 0xe0 && c <= 0xef) length = 3;
+    else if (c >= 0xf0 && c <= 0xf4) length = 4;
+    else return 0;
+    if (left < length) return 0;
+    if (c == 0xe0) low = 0xa0;
+    else if (c == 0xed) high = 0x9f;
+    else if (c == 0xf0) low = 0x90;
+    else if (c == 0xf4) high = 0x8f;
+    if (text[1] < low || text[1] > high) return 0;
+    for (size_t i = 2; i < length; i++)
+        if (text[i] < 0x80 || text[i] > 0xbf) return 0;
+    return length;
+}
+
+/* ``text`` squashed in place where it is UTF-8 (1), else left as it is (0). */
+static int squash(Buffer *text) {
+    unsigned char *data = (unsigned char *)text->data;
+    size_t size = text->size, i = 0, out = 0, length;
+    for (i = 0; i < size; i += length)
+        if ((length = utf8_at(data + i, size - i)) == 0) return 0;
+    int pending = 0;
+    for (i = 0; i < size;) {
+        size_t space = space_at(data + i, size - i);
+        if (space) {
+            pending = out > 0;
+            i += space;
+            continue;
+        }
+        if (pending) data[out++] = ' ';
+        pending = 0;
+        for (length = utf8_at(data + i, size - i); length > 0; length--) data[out++] = data[i++];
+    }
+    text->size = out;
+    return 1;
+}
+
 static PyObject *value_object(Value value) {
     if (value.data == NULL) Py_RETURN_NONE;
     return PyUnicode_DecodeUTF8((const char *)value.data, (Py_ssize_t)value.size, "replace");
@@ -270,8 +332,8 @@ static PyObject *result(Found *found) {
         text = PyBytes_FromStringAndSize(found->text.data ? found->text.data : "", (Py_ssize_t)found->text.size);
     PyObject *walked = NULL;
     if (text != NULL)
-        walked = Py_BuildValue("(OOOOOOO)", found->has_head ? Py_True : Py_False, title, base, metas, links,
-                               anchors, text);
+        walked = Py_BuildValue("(OOOOOOOO)", found->has_head ? Py_True : Py_False, title, base, metas, links,
+                               anchors, text, found->squashed ? Py_True : Py_False);
     Py_XDECREF(title);
     Py_XDECREF(base);
     Py_XDECREF(metas);
@@ -291,6 +353,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     if (found.document != NULL) {
         status = lxb.document_parse(found.document, html.buf, (size_t)html.len);
         if (status == 0) found.failed = walk_tree(&found, kinds.buf, (size_t)kinds.len);
+        if (status == 0 && !found.failed) found.squashed = squash(&found.text);
     }
     Py_END_ALLOW_THREADS
     PyObject *walked = NULL;

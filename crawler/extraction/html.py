@@ -104,8 +104,11 @@ class Walked(NamedTuple):
     anchors: list[tuple[str, str | None]]
     """``href`` and ``rel`` of the ``a`` and ``area`` that have a non-empty ``href``."""
     text: bytes
-    """The visible text in UTF-8 as lexbor holds it (not always valid): the text of the body
-    outside ``script``, ``style`` and the like, with a space on either side of each block."""
+    """The visible text: that of the body outside ``script``, ``style`` and the like, with a
+    space on either side of each block; squashed where it is UTF-8, else as lexbor holds it."""
+    squashed: bool
+    """Whether ``text`` is UTF-8 with each run of what ``str.split`` splits on made one space,
+    none at either end."""
 
 
 def walk(html: bytes) -> Walked:
@@ -158,7 +161,8 @@ def walk_in_python(html: bytes) -> Walked:
         metas,
         links,
         anchors,
-        _visible_text(tree, blocks, invisible).encode("utf-8"),
+        " ".join(_visible_text(tree, blocks, invisible).split()).encode("utf-8"),
+        True,
     )
 
 
@@ -204,8 +208,12 @@ def extract_page(
                 page.invalid_links += 1
     _collect_links(found.anchors, resolve, page, max_links)
     # Words are separated at block boundaries only, so "<b>para</b>graph" stays one word.
-    page.words = _utf8_words(found.text.decode("utf-8", "replace"))
-    text = b" ".join(page.words)
+    if found.squashed:
+        text = found.text
+        page.words = text.split()
+    else:
+        page.words = _utf8_words(found.text.decode("utf-8", "replace"))
+        text = b" ".join(page.words)
     page.text = text.decode("utf-8")
     page.text_hash = hashlib.sha256(text).hexdigest()
     return page
