@@ -29,15 +29,18 @@ from collections.abc import Callable
 from crawler.identity.normalize import SUPPORTED_SCHEMES, InvalidURL
 from crawler.identity.whatwg import join, parse
 
-# ``/path``: one slash or backslash, then neither another nor a tab or newline (removed, they
-# would bring the next slash next to it).
-_ROOTED = re.compile(r"[/\\](?:[^/\\\t\r\n]|$)")
-# ``//host`` or ``scheme://host``, the slashes either way round.
-_ABSOLUTE = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?[/\\]{2}")
-# A relative path starts with a character that the URL Standard neither strips (C0 controls,
-# space) nor reads as the start of a path, query or fragment, and has no ":" before its first
-# slash (which could make its start a scheme).
-_RELATIVE_PATH = re.compile(r"[^\x00-\x20/?#\\][^:/?#\\]*(?:[/?\\]|$)")
+_KIND = re.compile(
+    # ``/path``: one slash or backslash, then neither another nor a tab or newline (removed,
+    # they would bring the next slash next to it).
+    r"(?P<rooted>[/\\](?:[^/\\\t\r\n]|$))"
+    # ``//host`` or ``scheme://host``, the slashes either way round.
+    r"|(?P<absolute>(?:[A-Za-z][A-Za-z0-9+.-]*:)?[/\\]{2})"
+    # A relative path starts with a character that the URL Standard neither strips (C0
+    # controls, space) nor reads as the start of a path, query or fragment, and has no ":"
+    # before its first slash (which could make its start a scheme).
+    r"|(?P<relative>[^\x00-\x20/?#\\][^:/?#\\]*(?:[/?\\]|$))"
+)
+"""Which of the kinds above a link is (they exclude one another), by the group that matched."""
 
 Resolved = str | None
 """A link's normal URL, or None when it is not a fetchable http(s) URL."""
@@ -62,19 +65,15 @@ class LinkResolver:
         origin = standard[: standard.index("/", len(scheme) + 3)]
         up_to_path = standard.partition("#")[0].partition("?")[0]
         folder = up_to_path[: up_to_path.rindex("/") + 1]
-        prefix = scheme + ":"
+        part_of_base = {"rooted": origin, "absolute": scheme + ":", "relative": folder}
+        match, cache = _KIND.match, self._cache
 
         def resolve(href: str) -> Resolved:
             href = _without_fragment(href)
-            if _ROOTED.match(href):
-                key = (origin, href)
-            elif _ABSOLUTE.match(href):
-                key = (prefix, href)
-            elif _RELATIVE_PATH.match(href):
-                key = (folder, href)
-            else:
-                key = (standard, href)
-            return self._cached(key, standard)
+            kind = match(href)
+            key = (part_of_base[kind.lastgroup] if kind else standard, href)
+            resolved = cache.get(key, False)
+            return self._cached(key, standard) if resolved is False else resolved
 
         return resolve
 
