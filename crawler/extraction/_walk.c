@@ -13,7 +13,10 @@
  * splits on made one space, none at either end; else it is lexbor's bytes as they are.
  *
  * ``kinds[tag_id]`` is what an element (or a text node) is to the walk (the KIND_ values below,
- * 0: nothing); the numbers come from selectolax at import, in html.py. */
+ * 0: nothing); the numbers come from selectolax at import, in html.py. The functions' types are
+ * lexbor's, declared here as the selectolax of requirements.txt builds it; the tests compare
+ * this walk with the one in Python on generated documents, so a selectolax whose lexbor
+ * differs shows there. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -99,6 +102,7 @@ typedef struct {
 } Found;
 
 static int append(Buffer *buffer, const void *data, size_t size) {
+    if (size == 0) return 0;
     if (buffer->size + size > buffer->capacity) {
         size_t capacity = buffer->capacity ? buffer->capacity : 4096;
         while (capacity < buffer->size + size) capacity *= 2;
@@ -145,7 +149,7 @@ static int attribute(void *element, const char *name, Value *value) {
 static int append_text(Found *found, void *node, Buffer *buffer) {
     size_t length = 0;
     lxb_char_t *text = lxb.text_content(node, &length);
-    if (text == NULL) return 0;
+    if (text == NULL) return -1; /* lexbor makes a copy even of an empty text: out of memory */
     int status = append(buffer, text, length);
     lxb.destroy_text(found->document, text);
     return status;
@@ -360,15 +364,18 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     if (found.document == NULL || found.failed)
         PyErr_NoMemory();
     else if (status != 0)
-        PyErr_SetString(PyExc_ValueError, "lexbor could not parse the document");
+        PyErr_Format(PyExc_ValueError, "lexbor could not parse the document (status %u)", status);
     else
         walked = result(&found);
+    /* The values point into the document: freed once the Python objects are made. */
+    Py_BEGIN_ALLOW_THREADS
     if (found.document != NULL) lxb.document_destroy(found.document);
     free(found.title.data);
     free(found.text.data);
     free(found.metas.items);
     free(found.links.items);
     free(found.anchors.items);
+    Py_END_ALLOW_THREADS
     PyBuffer_Release(&html);
     PyBuffer_Release(&kinds);
     return walked;
