@@ -2,11 +2,12 @@
 # Build the compiled modules in place for the venv's Python, when one is missing, older than its
 # source or does not load: the SimHash (crawler/twins/_simhash.c), the nesting depth of a
 # document (crawler/extraction/_depth.c) and the walk over a parsed document
-# (crawler/extraction/_walk.c, which calls the lexbor inside selectolax's module), with setuptools (requirements-build.txt, installed where
-# the venv has none: Python 3.12 and later). Where they cannot be built (no C compiler, Python's
-# headers or setuptools; a read-only checkout) the crawl runs their Python versions: the same
-# results, about 0.2, 0.5 and 0.9 ms more CPU a page on the real corpus; this says so and does not
-# fail. (Not in setup.py: scrapyd's eggs stay Python only.)
+# (crawler/extraction/_walk.c, which calls the lexbor inside selectolax's module), with
+# setuptools (requirements-build.txt, installed where the venv has none: Python 3.12 and later).
+# Where they cannot be built (no C compiler, Python's headers or setuptools; a read-only
+# checkout) the crawl runs their Python versions: the same results, about 0.2, 0.5 and 0.9 ms
+# more CPU a page on the real corpus; this says so and does not fail. (Not in setup.py:
+# scrapyd's eggs stay Python only.)
 # Usage: scripts/compile.sh   (./crawl and ./run-tests call it)
 set -euo pipefail
 cd "$(dirname "$0")/.."

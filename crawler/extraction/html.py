@@ -12,7 +12,6 @@ without the GIL) where ``scripts/compile.sh`` built it, else in Python through s
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -161,7 +160,7 @@ def walk_in_python(html: bytes) -> Walked:
         metas,
         links,
         anchors,
-        " ".join(_visible_text(tree, blocks, invisible).split()).encode("utf-8"),
+        _squashed_utf8(_visible_text(tree, blocks, invisible)),
         True,
     )
 
@@ -208,12 +207,8 @@ def extract_page(
                 page.invalid_links += 1
     _collect_links(found.anchors, resolve, page, max_links)
     # Words are separated at block boundaries only, so "<b>para</b>graph" stays one word.
-    if found.squashed:
-        text = found.text
-        page.words = text.split()
-    else:
-        page.words = _utf8_words(found.text.decode("utf-8", "replace"))
-        text = b" ".join(page.words)
+    text = found.text if found.squashed else _squashed_utf8(found.text.decode("utf-8", "replace"))
+    page.words = text.split()
     page.text = text.decode("utf-8")
     page.text_hash = hashlib.sha256(text).hexdigest()
     return page
@@ -271,16 +266,14 @@ STR_ONLY_SPACES = (
     "\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000"
 )
-"""What ``str.split`` splits on and ``bytes.split`` does not (the rest is ASCII whitespace)."""
-# Whole characters only: in UTF-8 no character's bytes are found inside another's.
-_STR_ONLY_SPACES_UTF8 = re.compile(b"|".join(re.escape(space.encode()) for space in STR_ONLY_SPACES))
+"""What ``str.split`` splits on and ``bytes.split`` does not (the rest is ASCII whitespace): the
+spaces ``_walk.c``'s ``space_at`` makes plain ones, so that the squashed text's words are a
+split of its bytes."""
 
 
-def _utf8_words(text: str) -> list[bytes]:
-    """The words of ``text.split()``, each in UTF-8. Split as bytes, the same words serve the
-    stored text, its hash and its SimHash: one split, where a split of the text and another of
-    its UTF-8 for the SimHash cost more than the replacement of the spaces not ASCII."""
-    return _STR_ONLY_SPACES_UTF8.sub(b" ", text.encode("utf-8")).split()
+def _squashed_utf8(text: str) -> bytes:
+    """``text``'s words in UTF-8, one space between each (as ``_walk.c`` squashes it)."""
+    return _squash(text).encode("utf-8")
 
 
 def _squash(text: str) -> str:

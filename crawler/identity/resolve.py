@@ -73,16 +73,17 @@ class LinkResolver:
             kind = match(href)
             key = (part_of_base[kind.lastgroup] if kind else standard, href)
             resolved = cache.get(key, False)
-            return self._cached(key, standard) if resolved is False else resolved
+            return self._resolve_and_keep(key, standard) if resolved is False else resolved
 
         return resolve
 
     def _cached(self, key: tuple[str, str], base: str) -> Resolved:
+        resolved = self._cache.get(key, False)
+        return self._resolve_and_keep(key, base) if resolved is False else resolved
+
+    def _resolve_and_keep(self, key: tuple[str, str], base: str) -> Resolved:
+        """A link not in the cache, resolved and kept there."""
         cache = self._cache
-        try:
-            return cache[key]
-        except KeyError:
-            pass
         resolved = self._reference(base, key[1])
         if len(cache) >= self._cache_size:
             cache.clear()  # cheaper than LRU bookkeeping on every hit; refills at once
