@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.api_server import ApiClient, ServeProcess, create_users, migrate
 from tests.conftest import REDIS_URL
 from tests.helpers import Database, start_crawl
-from tests.test_crawl_shared import _finish
+from tests.shared_crawls import finish_cleanly
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.integration
@@ -103,5 +103,5 @@ def test_serve_beside_two_shared_crawl_processes(
         assert audit.status == 200, audit.body
         assert audit.json()["summary"]
     finally:
-        _finish(workers, logs)
+        finish_cleanly(workers, logs)
         server.stop()
