@@ -95,6 +95,7 @@ def test_nesting_depth_counts_the_elements_that_need_an_end_tag(implementation: 
     assert depth(b"<div>" * 30 + b"x" + b"</div>" * 30) == 30
     assert depth(b"<p><p><li><br><img src=x><DIV><Span>x</span></div>") == 2  # void and optional end tags
     assert depth(b"<COLGROUP><optgroup><OptGroup>") == 0  # the longest names that do not nest
+    assert depth(b"<colgroupx><Optgroups><bodyx>") == 3  # longer names that begin with them nest
     assert depth(b"</div></div></b><div><div>x</div></div>") == 2  # stray end tags do not count
     assert depth(b"<b>a</b><b>b</b><i><b>c</b></i>") == 2
     assert depth(b"") == 0

@@ -29,31 +29,41 @@ static uint64_t packed(const char *name, Py_ssize_t length) {
     return word;
 }
 
+#define SLOTS 256 /* a power of two, several times MOST_NAMES: few names share a slot */
+
+/* The names as an open-addressing table of their words (0: an empty slot; no name is empty). */
 typedef struct {
-    uint64_t names[MOST_NAMES];
-    int count;
+    uint64_t slots[SLOTS];
 } NameSet;
+
+static unsigned slot_of(uint64_t word) { return (unsigned)((word * 0x9E3779B97F4A7C15u) >> 56) & (SLOTS - 1); }
+
+static void add_name(NameSet *set, uint64_t word) {
+    unsigned i = slot_of(word);
+    while (set->slots[i] != 0 && set->slots[i] != word) i = (i + 1) & (SLOTS - 1);
+    set->slots[i] = word;
+}
 
 /* The names of ``text`` (separated by spaces); -1 when one is too long or there are too many. */
 static int read_names(const char *text, Py_ssize_t size, NameSet *set) {
-    set->count = 0;
+    memset(set, 0, sizeof *set);
+    int count = 0;
     for (Py_ssize_t i = 0; i < size;) {
         Py_ssize_t start = i;
         while (i < size && text[i] != ' ') i++;
         if (i > start) {
-            if (i - start > LONGEST_NAME || set->count == MOST_NAMES) return -1;
-            set->names[set->count++] = packed(text + start, i - start);
+            if (i - start > LONGEST_NAME || count == MOST_NAMES) return -1;
+            add_name(set, packed(text + start, i - start));
+            count++;
         }
         i++;
     }
     return 0;
 }
 
-static int nests(const char *name, Py_ssize_t length, const NameSet *not_nesting) {
-    if (length > LONGEST_NAME) return 1;
-    uint64_t word = packed(name, length);
-    for (int i = 0; i < not_nesting->count; i++)
-        if (not_nesting->names[i] == word) return 0;
+static int nests(uint64_t word, const NameSet *not_nesting) {
+    for (unsigned i = slot_of(word); not_nesting->slots[i] != 0; i = (i + 1) & (SLOTS - 1))
+        if (not_nesting->slots[i] == word) return 0;
     return 1;
 }
 
@@ -68,9 +78,12 @@ static long long depth_of(const char *html, Py_ssize_t size, const NameSet *not_
             p++;
             continue;
         }
-        const char *after = name + 1;
-        while (after < end && is_name_char((unsigned char)*after)) after++;
-        if (nests(name, after - name, not_nesting)) {
+        /* The name read once: its word, while it is short enough to be one of the names. */
+        uint64_t word = 0;
+        const char *after = name;
+        for (; after < end && is_name_char((unsigned char)*after); after++)
+            if (after - name < LONGEST_NAME) word = word << 8 | (unsigned char)(*after | ('A' <= *after && *after <= 'Z' ? 32 : 0));
+        if (after - name > LONGEST_NAME || nests(word, not_nesting)) {
             level += closing ? -1 : 1;
             if (level < lowest) lowest = level;
             if (level - lowest > deepest) deepest = level - lowest;
