@@ -7,8 +7,8 @@ Prints the rows by status; every ``duplicate`` with its twin, their distance, an
 texts are the same (text hash) or else how much of their words differ (from the corpus files);
 the distribution of each kept page's distance to its closest other page (the margin a
 ``CRAWLER_TWIN_MAX_DISTANCE`` leaves); the pages with the same text hash that were not found
-twins; and the CPU of the SimHash alone, per page, over the corpus's texts split into words as
-the extraction hands them over (``simhash_of_words``: what the crawl pays for it).
+twins; and the CPU of the SimHash alone, per page, over the corpus's texts squashed and in UTF-8
+as the extraction hands them over (``simhash_of_utf8``: what the crawl pays for it).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from bench.crawl_speed import ROOT, unpaced_settings
 from bench.realweb import RealWeb, exit_on_sigterm
 from crawler.extraction import extract_page
 from crawler.identity import UrlNormalizer
-from crawler.twins.simhash import COMPILED, distance, simhash_of_words
+from crawler.twins.simhash import COMPILED, distance, simhash_of_utf8
 from tests.helpers import scrapy_command
 
 COLUMNS = ("url", "status", "content_hash", "simhash", "duplicate_of", "error")
@@ -104,14 +104,16 @@ def main() -> None:
     )
     same_text = Counter(row["content_hash"] for row in rows if row["status"] == "fetched")
     print(f"kept pages sharing a text hash with another kept page: {sum(n for n in same_text.values() if n > 1)}")
-    split = [text.encode().split() for text in texts.values()]
+    squashed = [" ".join(text.split()).encode() for text in texts.values()]
     started = time.process_time()
-    for words in split:
-        simhash_of_words(words)
-    per_page = (time.process_time() - started) / len(split) * 1000
-    average = statistics.mean(map(len, split))
+    for text in squashed:
+        simhash_of_utf8(text)
+    per_page = (time.process_time() - started) / len(squashed) * 1000
+    average = statistics.mean(len(text.split()) for text in squashed)
     compiled = "compiled" if COMPILED else "in Python: the compiled one is not built (scripts/compile.sh)"
-    print(f"SimHash ({compiled}): {per_page:.3f} ms of CPU a page ({len(split)} pages, {average:.0f} words on average)")
+    print(
+        f"SimHash ({compiled}): {per_page:.3f} ms of CPU a page ({len(squashed)} pages, {average:.0f} words on average)"
+    )
 
 
 if __name__ == "__main__":

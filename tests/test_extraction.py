@@ -13,18 +13,23 @@ from crawler.extraction import RobotsDirectives, extract_page, parse_robots_dire
 from crawler.extraction import html as extraction_html
 from crawler.extraction.html import STR_ONLY_SPACES
 from crawler.identity import normalize_url
-from crawler.twins.simhash import simhash, simhash_of_words
+from crawler.twins.simhash import simhash, simhash_of_utf8, simhash_of_words
 
-COMPILED_MISSING = "crawler/extraction/_walk.c is not built: scripts/compile.sh builds it (it needs a C compiler)"
+COMPILED_MISSING = (
+    "crawler/extraction/_walk.c or _links.c is not built: scripts/compile.sh builds them (it needs a C compiler)"
+)
 
 
 @pytest.fixture(autouse=True, params=["compiled", "python"])
 def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test here runs with the walk in C and with its Python version."""
+    """Every test here runs with the walk and the reading of links in C, and with their Python
+    versions."""
     if request.param == "compiled":
         assert extraction_html._compiled_walk is not None, COMPILED_MISSING
+        assert extraction_html._compiled_collect is not None, COMPILED_MISSING
     else:
         monkeypatch.setattr(extraction_html, "_compiled_walk", None)
+        monkeypatch.setattr(extraction_html, "_compiled_collect", None)
     return request.param
 
 
@@ -143,8 +148,8 @@ def test_the_text_is_squashed_as_str_split_splits_and_its_words_are_those_finger
     page = extract_page(f"<p>{text}</p>", "http://s.example/", normalize_url)
     assert page.text == " ".join(text.split())
     assert page.text_hash == hashlib.sha256(page.text.encode()).hexdigest()
-    assert page.words == page.text.encode().split()
-    assert simhash_of_words(page.words) == simhash(page.text)
+    assert page.utf8 == page.text.encode()
+    assert simhash_of_utf8(page.utf8) == simhash_of_words(page.utf8.split()) == simhash(page.text)
 
 
 def test_invisible_parts_inside_one_another_are_left_out() -> None:

@@ -133,11 +133,11 @@ def test_any_text_resolves_like_the_reference(base: str, href: str) -> None:
 def test_links_of_sibling_pages_share_answers() -> None:
     resolver = LinkResolver(normalize)
     assert resolver.for_base("http://h.test/lib/os.html")("sys.html#auditing") == "http://h.test/lib/sys.html"
-    cached = len(resolver._cache)
+    cached = len(resolver.cache)
     assert resolver.for_base("http://h.test/lib/io.html?x=1")("sys.html#exit") == "http://h.test/lib/sys.html"
     assert resolver.for_base("http://h.test/other/x.html")("/lib/sys.html") == "http://h.test/lib/sys.html"
     assert resolver.for_base("http://h.test/lib/y.html")("/lib/sys.html") == "http://h.test/lib/sys.html"
-    assert len(resolver._cache) == cached + 1  # one join for the root-relative link, none for the rest
+    assert len(resolver.cache) == cached + 1  # one join for the root-relative link, none for the rest
     assert resolver.for_base("http://h.test/lib/y.html")("mailto:x@h.test") is None
 
 
@@ -146,7 +146,7 @@ def test_the_cache_stays_bounded() -> None:
     resolve = resolver.for_base("http://h.test/")
     for n in range(25):
         assert resolve(f"p{n}.html") == f"http://h.test/p{n}.html"
-    assert len(resolver._cache) <= 10
+    assert len(resolver.cache) <= 10
 
 
 # --- the fast path of URLs already in normal form -----------------------------------------------

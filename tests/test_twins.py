@@ -59,7 +59,12 @@ COMPILED_MISSING = "crawler/twins/_simhash.c is not built: scripts/compile.sh bu
 
 
 def _implementation(name: str) -> Callable[[str], int | None]:
-    """``simhash`` computed by the compiled module or by the Python one."""
+    """``simhash`` computed by the compiled module (from the words, or from the text, which it
+    splits itself) or by the Python one."""
+    if name == "compiled text":
+        from_text = simhash_module._compiled_text
+        assert from_text is not None, COMPILED_MISSING
+        return lambda text: from_text(text.encode("utf-8", "surrogatepass"), MIN_WORDS)
     compute = simhash_module._compiled if name == "compiled" else simhash_in_python
     assert compute is not None, COMPILED_MISSING
 
@@ -70,13 +75,30 @@ def _implementation(name: str) -> Callable[[str], int | None]:
     return fingerprint
 
 
-IMPLEMENTATIONS = ("compiled", "python")
+IMPLEMENTATIONS = ("compiled", "compiled text", "python")
 
 
 def test_the_crawl_takes_the_compiled_simhash() -> None:
     assert simhash_module.COMPILED, COMPILED_MISSING
-    words = " ".join(_article(6, 50)).encode().split()
+    text = " ".join(_article(6, 50)).encode()
+    words = text.split()
     assert simhash_module.simhash_of_words(words) == simhash_module._compiled(words) == simhash_in_python(words)
+    assert simhash_module.simhash_of_utf8(text) == simhash_module.simhash_of_words(words)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([b"a", b"\xc3\xa9", b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\xa0"]), max_size=40
+    )
+)
+def test_the_compiled_module_splits_a_text_as_bytes_split_does(pieces: list[bytes]) -> None:
+    assert simhash_module._compiled_text is not None, COMPILED_MISSING
+    text = b"".join(pieces)
+    words = text.split()
+    for least in (0, 3, MIN_WORDS):
+        expected = simhash_in_python(words) if len(words) >= max(3, least) else None
+        assert simhash_module._compiled_text(text, least) == expected
 
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)

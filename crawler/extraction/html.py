@@ -28,6 +28,11 @@ try:
     from crawler.extraction._walk import walk as _compiled_walk
 except ImportError:  # not built: no C compiler where the crawler was installed
     _compiled_walk = None
+_compiled_collect: Callable[..., tuple[list[str], list[str], int]] | None
+try:
+    from crawler.extraction._links import collect_links as _compiled_collect
+except ImportError:
+    _compiled_collect = None
 
 
 def _tag_ids(names: str) -> frozenset[int]:
@@ -72,9 +77,9 @@ class PageData:
     description: str | None = None
     text: str = ""
     text_hash: str = ""
-    words: list[bytes] = field(default_factory=list)
-    """The words of ``text`` in UTF-8 (``text`` is them joined by spaces), for its SimHash
-    without a second split; an object a word, many times the text's size, so not kept long."""
+    utf8: bytes = b""
+    """``text`` in UTF-8 (its words joined by single spaces), for its SimHash without a second
+    encoding; not kept with the page."""
     links: list[str] = field(default_factory=list)
     """Every outgoing link, absolute and normalised, first occurrence order."""
     followable: list[str] = field(default_factory=list)
@@ -193,7 +198,9 @@ def extract_page(
     distinct links are read (0: all), as each costs a URL normalisation."""
     found = walk(html.encode("utf-8", "ignore") if isinstance(html, str) else html)
     page = PageData()
-    resolve = (resolver or LinkResolver(normalize)).for_base(_base_url(found.base, url) if found.has_head else url)
+    resolver = resolver or LinkResolver(normalize)
+    base = _base_url(found.base, url) if found.has_head else url
+    resolve = resolver.for_base(base)
     if found.has_head:
         if found.title is not None:
             page.title = _squash(found.title) or None
@@ -205,10 +212,17 @@ def extract_page(
             page.canonical = resolve(canonical)
             if page.canonical is None:
                 page.invalid_links += 1
-    _collect_links(found.anchors, resolve, page, max_links)
+    parts = resolver.key_parts(base) if _compiled_collect is not None else None
+    if parts is not None:
+        page.links, page.followable, invalid = _compiled_collect(
+            found.anchors, max_links, _SKIPPED_PREFIXES, parts, resolver.cache, resolver.resolve_key
+        )
+        page.invalid_links += invalid
+    else:
+        _collect_links(found.anchors, resolve, page, max_links)
     # Words are separated at block boundaries only, so "<b>para</b>graph" stays one word.
     text = found.text if found.squashed else _squashed_utf8(found.text.decode("utf-8", "replace"))
-    page.words = text.split()
+    page.utf8 = text
     page.text = text.decode("utf-8")
     page.text_hash = hashlib.sha256(text).hexdigest()
     return page

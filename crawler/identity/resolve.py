@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
 from crawler.identity.normalize import SUPPORTED_SCHEMES, InvalidURL
 from crawler.identity.whatwg import join, parse
@@ -46,44 +47,61 @@ Resolved = str | None
 """A link's normal URL, or None when it is not a fetchable http(s) URL."""
 
 
+class KeyParts(NamedTuple):
+    """What the cache key of a link on a page of an http(s) base takes from the base, by the
+    link's kind."""
+
+    rooted: str
+    """The base's scheme, user and host: ``http://h.test``."""
+    absolute: str
+    """The base's scheme and its colon: ``http:``."""
+    relative: str
+    """The base's folder: ``http://h.test/lib/``."""
+    other: str
+    """The whole base, as a browser writes it."""
+
+
 class LinkResolver:
     def __init__(self, normalize: Callable[[str], str], cache_size: int = 200_000):
         self.normalize = normalize
-        self._cache: dict[tuple[str, str], Resolved] = {}
+        self.cache: dict[tuple[str, str], Resolved] = {}
+        """Answers by (the part of the base a link depends on, the link without its fragment);
+        the compiled reader of a page's links (``crawler/extraction/_links.c``) looks them up."""
         self._cache_size = cache_size
+
+    def key_parts(self, base: str) -> KeyParts | None:
+        """The parts of ``base`` that cache keys take; None for a base that is not http(s), or
+        that a browser refuses."""
+        standard = parse(base)
+        return None if standard is None else _key_parts(standard)
 
     def for_base(self, base: str) -> Callable[[str], Resolved]:
         """A function resolving links found on a page whose base URL is ``base``."""
         standard = parse(base)
         if standard is None:
             return lambda href: None  # a browser resolves nothing against a base it refuses
-        scheme = standard.partition(":")[0]
-        if scheme not in SUPPORTED_SCHEMES:
+        parts = _key_parts(standard)
+        if parts is None:
             return lambda href: self._cached((standard, _without_fragment(href)), standard)
-        # A browser writes an http(s) URL as scheme://[user@]host[:port]/path[?query][#fragment],
-        # with any "/", "?" or "#" of the user percent-encoded.
-        origin = standard[: standard.index("/", len(scheme) + 3)]
-        up_to_path = standard.partition("#")[0].partition("?")[0]
-        folder = up_to_path[: up_to_path.rindex("/") + 1]
-        part_of_base = {"rooted": origin, "absolute": scheme + ":", "relative": folder}
-        match, cache = _KIND.match, self._cache
+        part_of_base = parts._asdict()
+        match, cache = _KIND.match, self.cache
 
         def resolve(href: str) -> Resolved:
             href = _without_fragment(href)
             kind = match(href)
             key = (part_of_base[kind.lastgroup] if kind else standard, href)
             resolved = cache.get(key, False)
-            return self._resolve_and_keep(key, standard) if resolved is False else resolved
+            return self.resolve_key(key, standard) if resolved is False else resolved
 
         return resolve
 
     def _cached(self, key: tuple[str, str], base: str) -> Resolved:
-        resolved = self._cache.get(key, False)
-        return self._resolve_and_keep(key, base) if resolved is False else resolved
+        resolved = self.cache.get(key, False)
+        return self.resolve_key(key, base) if resolved is False else resolved
 
-    def _resolve_and_keep(self, key: tuple[str, str], base: str) -> Resolved:
-        """A link not in the cache, resolved and kept there."""
-        cache = self._cache
+    def resolve_key(self, key: tuple[str, str], base: str) -> Resolved:
+        """The link of ``key`` (not in the cache) against ``base``, resolved and kept there."""
+        cache = self.cache
         resolved = self._reference(base, key[1])
         if len(cache) >= self._cache_size:
             cache.clear()  # cheaper than LRU bookkeeping on every hit; refills at once
@@ -98,6 +116,21 @@ class LinkResolver:
             return self.normalize(joined)
         except InvalidURL:
             return None
+
+
+def _key_parts(standard: str) -> KeyParts | None:
+    scheme = standard.partition(":")[0]
+    if scheme not in SUPPORTED_SCHEMES:
+        return None
+    # A browser writes an http(s) URL as scheme://[user@]host[:port]/path[?query][#fragment],
+    # with any "/", "?" or "#" of the user percent-encoded.
+    up_to_path = standard.partition("#")[0].partition("?")[0]
+    return KeyParts(
+        standard[: standard.index("/", len(scheme) + 3)],
+        scheme + ":",
+        up_to_path[: up_to_path.rindex("/") + 1],
+        standard,
+    )
 
 
 def _without_fragment(href: str) -> str:

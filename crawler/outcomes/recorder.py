@@ -27,7 +27,7 @@ from crawler.http.headers import header, header_values, http_date, media_type
 from crawler.identity import host_of, surt_key, url_hash
 from crawler.identity.resolve import LinkResolver
 from crawler.items import PageItem
-from crawler.twins.simhash import as_hex, simhash_of_words
+from crawler.twins.simhash import as_hex, simhash_of_utf8
 from crawler.warc import archived_in
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -126,8 +126,8 @@ class OutcomeRecorder:
         self.workers.check_depth(html)
         # On the reactor or in a document thread: the resolver's cache is safe to share.
         page = extract_page(html, response.url, self.normalize, self.user_agents, self.resolver, self.max_links)
-        words, page.words = page.words, []  # not kept with the page: an object a word
-        return page, simhash_of_words(words) if self.fingerprint else None
+        text, page.utf8 = page.utf8, b""  # not kept with the page
+        return page, simhash_of_utf8(text) if self.fingerprint else None
 
     def close(self) -> None:
         self.workers.close()

@@ -12,9 +12,9 @@ column and the next word a shift by four bits, so each nibble of every shingle i
 columns, and the count of shingles with a bit set is a mask and a ``bit_count``. ``bit_count``
 is CPython's slow step on these integers (ten times an AND), so lanes of four bits rather than
 eight halve it. The split and the CRC of each word take most of the CPU
-(``bench/twins_corpus.py``; docs/design-notes.md), so the crawl does not split twice: the
-extraction squashes the text's spaces by splitting its UTF-8 and hands the words over
-(``simhash_of_words``).
+(``bench/twins_corpus.py``; docs/design-notes.md): the extraction hands over the squashed text's
+UTF-8 (``simhash_of_utf8``), whose words the compiled module reads in place, without a bytes
+object a word.
 
 That Python is the floor of a C call a word, so where it is built (``scripts/compile.sh``) the
 same fingerprint comes from C (``_simhash.c``), in one call a page and five times faster; the
@@ -30,10 +30,12 @@ from collections.abc import Callable
 from zlib import crc32
 
 _compiled: Callable[[list[bytes]], int] | None
+_compiled_text: Callable[[bytes, int], int | None] | None
 try:
+    from crawler.twins._simhash import simhash_of_text as _compiled_text
     from crawler.twins._simhash import simhash_of_words as _compiled
 except ImportError:  # not built: no C compiler where the crawler was installed
-    _compiled = None
+    _compiled = _compiled_text = None
 
 COMPILED = _compiled is not None
 """Whether the fingerprints come from the compiled module."""
@@ -53,6 +55,14 @@ def simhash(text: str) -> int | None:
     """The 64-bit SimHash of ``text``'s shingles (words split on ASCII whitespace), or None for
     a text of fewer than ``MIN_WORDS`` words."""
     return simhash_of_words(text.encode("utf-8", "surrogatepass").split())
+
+
+def simhash_of_utf8(text: bytes) -> int | None:
+    """``simhash`` of the text whose UTF-8 is ``text``: where the module is compiled, its words
+    are read in place, without a bytes object a word (extraction hands its text over this way)."""
+    if _compiled_text is not None:
+        return _compiled_text(text, MIN_WORDS)
+    return simhash_of_words(text.split())
 
 
 def simhash_of_words(words: list[bytes]) -> int | None:
