@@ -20,10 +20,23 @@ def brief(item: Any) -> str:
     )
 
 
+class _Brief:
+    """``brief(item)``, made when a handler formats the record: Scrapy asks for the line of
+    every item scraped, which is logged at DEBUG, mostly to no handler."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, item: Any):
+        self.item = item
+
+    def __str__(self) -> str:
+        return brief(self.item)
+
+
 class BriefLogFormatter(LogFormatter):
     def scraped(self, item: Any, response: Response | Failure | None, spider: Spider) -> LogFormatterResult:
         result = super().scraped(item, response, spider)
-        return {**result, "msg": "Scraped %(item)s", "args": {"item": brief(item)}}
+        return {**result, "msg": "Scraped %(item)s", "args": {"item": _Brief(item)}}
 
     def dropped(
         self, item: Any, exception: BaseException, response: Response | Failure | None, spider: Spider

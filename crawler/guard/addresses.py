@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address, ip_network
 
 Address = IPv4Address | IPv6Address
@@ -40,6 +41,7 @@ class Refusal:
     """What the row and the log say."""
 
 
+@lru_cache(maxsize=4096)  # asked for every request and redirect of a host; addresses are immutable
 def literal_address(host: str) -> Address | None:
     """The address ``host`` names literally, in any spelling a resolver accepts; None for a
     name. Brackets, an IPv6 zone and one trailing dot are ignored."""

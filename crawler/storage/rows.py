@@ -4,20 +4,19 @@ order of ``crawler.storage.schema``)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from crawler.items import PageItem, SitemapEntryItem
 from crawler.storage.schema import PAGE_COLUMNS, SITEMAP_ENTRY_COLUMNS
 
+_PAGE_VALUES = attrgetter(*PAGE_COLUMNS)
+
 
 def page_row(item: PageItem) -> tuple[Any, ...]:
     # discovered_at is the crawl time of the first row; the upsert keeps the first value. The
     # error count of a first row (a later one counts in the upsert): one failed fetch, or none.
-    return (
-        *(_storable(getattr(item, column)) for column in PAGE_COLUMNS),
-        item.crawled_at,
-        int(item.status == "error"),
-    )
+    return (*map(_storable, _PAGE_VALUES(item)), item.crawled_at, int(item.status == "error"))
 
 
 def _storable(value: Any) -> Any:
