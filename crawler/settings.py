@@ -72,6 +72,14 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.warc.WarcMiddleware": 760,
 }
 
+SPIDER_MIDDLEWARES = {
+    # The spiders refuse URLs longer than URLLENGTH_LIMIT themselves, with a `filtered` row:
+    # Scrapy's middleware dropped them without one (and a sitemap's discovery waited for ever).
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+    # A warning for spiders that copy a response's meta into their requests; these build theirs.
+    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
+}
+
 CRAWLER_LIMITER_ENABLED = True
 CRAWLER_DEFAULT_DELAY = 1.0
 CRAWLER_MIN_DELAY = 0.0

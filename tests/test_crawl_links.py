@@ -131,6 +131,9 @@ def test_every_outcome_is_a_row_with_its_reason(web: TestWeb, database: Database
     image = rows["/image.png"]  # an extension never fetched: a row, and no request
     assert image["status"] == "filtered" and image["error"] == "extension .png not fetched"
     assert "/image.png" not in _fetched_paths(web)
+    long = rows[LinksSite.LONG_PATH]  # past URLLENGTH_LIMIT: a row, and no request
+    assert long["status"] == "filtered" and long["error"] == "URL longer than 2083 characters (URLLENGTH_LIMIT)"
+    assert LinksSite.LONG_PATH not in _fetched_paths(web)
 
 
 def test_a_refused_content_type_is_a_row_without_body(web: TestWeb, database: Database) -> None:

@@ -115,6 +115,7 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
         self.recorder = OutcomeRecorder(settings, self.normalize, self.job_id, settings["BOT_NAME"])
         self.max_pages = settings.getint("CRAWLER_MAX_PAGES")
         self.max_depth = settings.getint("DEPTH_LIMIT")
+        self.max_url_length = settings.getint("URLLENGTH_LIMIT")
         self.services = CrawlServices.of(crawler)
         self.services.name_crawl(self.crawl_id)
         self.scope = self.services.make_scope()
@@ -198,7 +199,7 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
         if url in self.seen or not self.budget_left(seed=via == "seed"):
             return None
         self.seen.add(url)
-        refusal = None if via == "seed" else self._refusal(url)
+        refusal = self._too_long(url) or (None if via == "seed" else self._refusal(url))
         if refusal is None:
             self.pages_scheduled += 1
         headers = stored.validators() if stored is not None and self.conditional else {}
@@ -219,6 +220,14 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
             return self.recorder.filtered(request, refusal)
         self.queued(url)
         return request
+
+    def _too_long(self, url: str) -> str | None:
+        """Why a URL is not requested for its length (``URLLENGTH_LIMIT``, which Scrapy's
+        ``UrlLengthMiddleware`` applied by dropping the request without a trace), or None."""
+        if not self.max_url_length or len(url) <= self.max_url_length:
+            return None
+        self.crawler.stats.inc_value("urllength/request_ignored_count")
+        return f"URL longer than {self.max_url_length} characters (URLLENGTH_LIMIT)"
 
     def _refusal(self, url: str) -> str | None:
         """Why a discovered URL is not requested (an extension never fetched, a trap), or None."""

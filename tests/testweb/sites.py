@@ -73,7 +73,9 @@ class LinksSite(Site):
         "/server-error",
         "/private/secret",
         "/with-canonical",
+        "/long-link",
     ]
+    LONG_PATH = "/long/" + "x" * 2100  # longer than Scrapy's URLLENGTH_LIMIT (2083)
 
     def page(self, path: str, base: str) -> Reply:
         if path == "/":
@@ -157,6 +159,8 @@ class LinksSite(Site):
             return html("Has a canonical", head='<link rel="canonical" href="/canonical-target">')
         if path == "/canonical-target":
             return html("Canonical target")
+        if path == "/long-link":
+            return html("A link too long", [self.LONG_PATH])
         return NOT_FOUND
 
 
