@@ -10,10 +10,6 @@ the chain.
 
 from __future__ import annotations
 
-import codecs
-import re
-from functools import lru_cache
-
 from scrapy import Request
 from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.http import HtmlResponse, Response
@@ -63,12 +59,9 @@ class CheckedMetaRefreshMiddleware(CheckedRedirects, MetaRefreshMiddleware):
     def process_response(self, request: Request, response: Response) -> Request | Response:
         # Scrapy looks for the refresh in the first 4096 characters of ``response.text``, which
         # decodes the whole body first; the same look at those characters alone says whether
-        # there is one, and most pages have none. Most pages do not even have the word: in an
-        # encoding that writes ASCII as itself, without shifts, its bytes say so undecoded.
-        # (A page that declares no encoding is still decoded whole, by Scrapy, to guess it.)
+        # there is one, and most pages have none. (A page that declares no encoding is still
+        # decoded whole, by Scrapy, to guess it.)
         if isinstance(response, HtmlResponse):
-            if _writes_ascii_as_itself(response.encoding) and not _REFRESH.search(response.body, 0, _HEAD_BYTES):
-                return response
             head = _head(response)
             if (
                 head is not None
@@ -76,22 +69,6 @@ class CheckedMetaRefreshMiddleware(CheckedRedirects, MetaRefreshMiddleware):
             ):
                 return response
         return super().process_response(request, response)
-
-
-_REFRESH = re.compile(rb"refresh", re.IGNORECASE)
-"""What a meta refresh's ``http-equiv`` holds (no character outside ASCII lowers to its letters)."""
-
-
-@lru_cache(maxsize=64)
-def _writes_ascii_as_itself(encoding: str) -> bool:
-    """Whether the bytes of ``encoding`` hold every ASCII character it writes as that byte, and
-    no character made of ASCII bytes (UTF-8 and the single-byte encodings; not UTF-16, nor the
-    shifting ISO-2022 ones)."""
-    try:
-        name = codecs.lookup(encoding).name
-    except LookupError:
-        return False
-    return name in ("utf-8", "ascii") or name.startswith(("iso8859-", "cp125"))
 
 
 _HEAD_CHARACTERS = 4096
