@@ -188,7 +188,11 @@ CRAWLER_GC_FREEZE = True
 # Parsing and extraction of documents in worker threads, within a time and a depth budget.
 CRAWLER_EXTRACT_THREADS = 1
 CRAWLER_EXTRACT_TIMEOUT = 60.0
+# A page is read on the reactor first, for at most this long, then in a thread (0: pages of
+# more than 64 KiB straight to the thread). Only where the walk is compiled (scripts/compile.sh).
+CRAWLER_EXTRACT_INLINE_SECONDS = 0.05
 CRAWLER_MAX_DOM_DEPTH = 5000
+CRAWLER_MAX_DOM_ATTRIBUTES = 10_000
 CRAWLER_MAX_LINKS_PER_PAGE = 1000
 CRAWLER_RESPECT_NOFOLLOW = True
 CRAWLER_FOLLOW_CANONICAL = True

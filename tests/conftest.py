@@ -88,7 +88,8 @@ WEB_SITES = {
     "validated": "paced:pages=30,validators=1",
     "throttling": "paced:rate=4,retry_after=5,pages=30",  # blocks long enough to be seen from outside
     "deep": "deep:pages=20",
-    "attributes": "deep:pages=10,depths=10,attributes=20000",  # one element of 20,000 attributes, 150 KB
+    # one element of 20,000 attributes (150 KB); selects of 2,000 and 16,000 selected options
+    "attributes": "deep:pages=10,depths=10,attributes=20000,options=2000-16000",
     "traps": "traps",
     # Sites no crawl exhausts: a crawl of them runs at the pace of its delay until stopped.
     "endless-a": "paced:pages=1000000",

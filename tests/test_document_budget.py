@@ -1,5 +1,6 @@
-"""Documents parsed off the reactor within a time and a depth budget: a page built to be slow to
-parse ends as an error row while the reactor keeps turning and the other pages are crawled."""
+"""Documents parsed within a time budget, on the reactor first and in a thread after, and shapes
+refused before they are parsed: a page built to be slow to parse ends as an error row while the
+reactor keeps turning and the other pages are crawled."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,20 +22,22 @@ from scrapy.crawler import Crawler
 from selectolax.lexbor import LexborHTMLParser
 from twisted.internet.task import LoopingCall
 
-from crawler.extraction import budget
+from crawler.extraction import budget, html
 from crawler.extraction.budget import (
     _KNOWN_TAGS,
     _NOT_NESTING_WORDS,
     _STEPS,
     INLINE_BYTES,
+    Budget,
     BudgetExceeded,
     DocumentWorkers,
-    nesting_depth,
+    document_shape,
+    most_attributes_in_python,
     nesting_depth_in_python,
 )
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
-from tests.testweb.sites import attributes_page
+from tests.testweb.sites import options_page
 
 logger = logging.getLogger(__name__)
 TICK = 0.05
@@ -72,21 +76,52 @@ COMPILED_MISSING = "crawler/extraction/_depth.c is not built: scripts/compile.sh
 
 
 def _depth(name: str) -> Callable[[bytes], int]:
-    """``nesting_depth`` computed by the compiled module or by the Python one (read whole)."""
+    """The depth of ``document_shape`` computed by the compiled module or by the Python one (read
+    whole)."""
     if name == "python":
         return lambda html: nesting_depth_in_python(html, chunk=len(html) + 1)
     compiled = budget._compiled
     assert compiled is not None, COMPILED_MISSING
-    return lambda html: compiled(html, _NOT_NESTING_WORDS)
+    return lambda html: compiled(html, _NOT_NESTING_WORDS)[0]
+
+
+def _attributes(name: str) -> Callable[[bytes], int]:
+    """The most attributes of ``document_shape``, computed by the compiled module or in Python."""
+    if name == "python":
+        return most_attributes_in_python
+    compiled = budget._compiled
+    assert compiled is not None, COMPILED_MISSING
+    return lambda html: compiled(html, _NOT_NESTING_WORDS)[1]
 
 
 IMPLEMENTATIONS = ("compiled", "python")
 
 
-def test_the_crawl_takes_the_compiled_nesting_depth() -> None:
+def test_the_crawl_takes_the_compiled_shape() -> None:
     assert budget._compiled is not None, COMPILED_MISSING
-    document = b"<div>" * 40 + b"<p>x" * 40 + b"</div>" * 40
-    assert nesting_depth(document) == _depth("compiled")(document) == _depth("python")(document) == 40
+    document = b"<div>" * 40 + b"<p a b=c>x" * 40 + b"</div>" * 40
+    assert document_shape(document) == (_depth("compiled")(document), _attributes("compiled")(document)) == (40, 2)
+    assert (_depth("python")(document), _attributes("python")(document)) == (40, 2)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize(
+    ("document", "attributes"),
+    [
+        (b"<p a b=1 c='x' d=\"y>z\" e=f/g>", 5),  # a quoted value may hold ">"
+        (b"<p a='unclosed <b c d e f>", 1),  # to the end of the document
+        (b'<div x="<p a b c>">', 1),  # a tag inside another's attributes has none of its own
+        (b"<p <div a b>", 3),  # "<" starts a name, as in HTML's tokenizer
+        (b"</div a b>", 2),  # an end tag's count too
+        (b'<a href = "x" >', 1),
+        (b"<br/><img/src=x/>", 1),
+        (b"<p =a>", 1),
+        (b"<p" + b" a" * 300 + b"><i>", 300),
+        (b"no tags at all", 0),
+    ],
+)
+def test_attributes_are_read_as_html_tokenizes_them(implementation: str, document: bytes, attributes: int) -> None:
+    assert _attributes(implementation)(document) == attributes
 
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
@@ -147,7 +182,16 @@ def test_the_compiled_depth_reads_tags_as_the_regular_expression_does(parts: lis
     assert _depth("compiled")(document) == _depth("python")(document)
 
 
-def test_the_compiled_depth_refuses_what_it_cannot_read() -> None:
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(st.sampled_from(["<", "</", "p", "div", " ", "\t", "=", '"', "'", ">", "/", "a", "x-y", "<br", "\x0b"]))
+)
+def test_the_compiled_attributes_are_read_as_the_regular_expressions_do(parts: list[str]) -> None:
+    document = "".join(parts).encode()
+    assert _attributes("compiled")(document) == _attributes("python")(document)
+
+
+def test_the_compiled_shape_refuses_what_it_cannot_read() -> None:
     compiled = budget._compiled
     assert compiled is not None, COMPILED_MISSING
     with pytest.raises(TypeError, match="two bytes objects, not str and bytes"):
@@ -175,7 +219,7 @@ def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning(
         ticking = asyncio.ensure_future(ticks())
         started = time.monotonic()
         with pytest.raises(BudgetExceeded, match="not handled within 0.3 s"):
-            await workers.run(lambda: LexborHTMLParser(nested), len(nested))
+            await workers.run(lambda: LexborHTMLParser(nested))
         assert time.monotonic() - started < 1.0
         ticking.cancel()
         return worst
@@ -186,12 +230,87 @@ def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning(
         workers.close()
 
 
-def test_a_document_nested_too_deep_is_refused_before_it_is_parsed() -> None:
-    workers = DocumentWorkers(threads=1, timeout=0, max_depth=100)
-    workers.check_depth(b"<div>" * 100 + b"</div>" * 100)
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_a_document_nested_too_deep_or_too_wide_is_refused_before_it_is_parsed(
+    implementation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if implementation == "python":
+        monkeypatch.setattr(budget, "_compiled", None)
+    workers = DocumentWorkers(threads=1, timeout=0, max_depth=100, max_attributes=10)
+    assert workers.check_shape(b"<div>" * 100 + b"</div>" * 100 + b"<p a b c d e f g h i j>") == (100, 10)
     with pytest.raises(BudgetExceeded, match="nested 101 deep, more than 100"):
-        workers.check_depth(b"<div>" * 101)
+        workers.check_shape(b"<div>" * 101)
+    with pytest.raises(BudgetExceeded, match="an element with 11 attributes, more than 10"):
+        workers.check_shape(b"<p a b c d e f g h i j k>")
     workers.close()
+
+
+_SLOW = options_page(16_000).body
+"""lexbor takes some 10 s to read it, the time growing with the square of the options, spread over
+the whole document (300 KB)."""
+
+
+def test_the_compiled_walk_gives_a_document_up_at_its_time() -> None:
+    assert html.walk_is_bounded(), COMPILED_MISSING
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="not read within 0.05 s"):
+        html.walk(_SLOW, seconds=0.05)
+    assert time.monotonic() - started < 1.0
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 4096])
+def test_the_compiled_walk_reads_a_document_cut_in_chunks_as_it_reads_it_whole(chunk: int) -> None:
+    assert html._compiled_walk is not None, COMPILED_MISSING
+    document = "<html><head><title>Tïtle é 日本</title><meta name=a content='b'></head><body><p>x ü\u3000y</p>"
+    document += "<a href='/x' rel=nofollow>x</a><!-- c --><script>s</script>" * 50 + "</body></html>"
+    whole = html._compiled_walk(document.encode(), html._KINDS)
+    assert html._compiled_walk(document.encode(), html._KINDS, 0, chunk) == whole
+
+
+def _in_thread() -> bool:
+    return threading.current_thread().name.startswith("documents")
+
+
+def test_a_small_page_is_read_on_the_reactor_and_in_a_thread_when_it_takes_too_long() -> None:
+    workers = DocumentWorkers(threads=1, timeout=5, max_depth=0, inline_seconds=0.05)
+    budgets: list[tuple[Budget, bool]] = []
+
+    def work(budget: Budget) -> str:
+        budgets.append((budget, _in_thread()))
+        if budget.may_hand_over:
+            raise TimeoutError("no time now")
+        return "read"
+
+    try:
+        assert asyncio.run(workers.extract(work, INLINE_BYTES, bounded=True)) == "read"
+        assert budgets == [(Budget(0.05, may_hand_over=True), False), (Budget(5, may_hand_over=False), True)]
+        budgets.clear()
+        assert asyncio.run(workers.extract(work, INLINE_BYTES + 1, bounded=True)) == "read"
+        assert budgets == [(Budget(5, may_hand_over=False), True)]  # a large one in the thread at once
+        budgets.clear()
+        # A walk that cannot be given a time: a small page on the reactor, however long it takes.
+        assert asyncio.run(workers.extract(work, INLINE_BYTES, bounded=False)) == "read"
+        assert budgets == [(Budget(0, may_hand_over=False), False)]
+    finally:
+        workers.close()
+
+
+def test_a_walk_given_up_at_the_timeout_frees_its_thread() -> None:
+    assert html.walk_is_bounded(), COMPILED_MISSING
+    workers = DocumentWorkers(threads=1, timeout=0.3, max_depth=0)
+
+    async def slow_then_quick() -> float:
+        with pytest.raises(BudgetExceeded, match="not handled within 0.3 s"):
+            await workers.run(lambda: html.walk(_SLOW, seconds=workers.timeout))
+        started = time.monotonic()
+        await workers.run(lambda: html.walk(b"<p>quick</p>"))
+        return time.monotonic() - started
+
+    try:
+        # Without the walk's own limit, the thread would go on reading the slow page for seconds.
+        assert asyncio.run(slow_then_quick()) < 1.0
+    finally:
+        workers.close()
 
 
 @pytest.fixture
@@ -212,18 +331,26 @@ def test_a_deeply_nested_page_is_an_error_row_and_the_reactor_never_stalls(web: 
 
 
 @pytest.mark.integration
-def test_a_page_built_to_be_slow_to_parse_is_given_up_in_the_thread_while_the_reactor_turns(
+def test_pages_built_to_be_slow_to_parse_are_refused_or_given_up_while_the_reactor_turns(
     web: TestWeb, database: Database
 ) -> None:
-    # One element of 20,000 attributes, which lexbor reads in a time that grows with the square
-    # of their number: past INLINE_BYTES, so parsed in the thread, which gives it up in time.
+    # One element of 20,000 attributes, which lexbor reads at once in a time that grows with the
+    # square of their number: refused before it is parsed. A select of 16,000 selected options,
+    # whose cost grows likewise but is spread over the page: given up in the thread at the
+    # timeout. One of 2,000 (0.07 s), within INLINE_BYTES: given up on the reactor after
+    # CRAWLER_EXTRACT_INLINE_SECONDS, then read in the thread.
     extensions = json.dumps({f"{__name__}.ReactorLagProbe": 0})
-    settings = {"EXTENSIONS": extensions, "CRAWLER_EXTRACT_TIMEOUT": "0.3"}
+    settings = {"EXTENSIONS": extensions, "CRAWLER_EXTRACT_TIMEOUT": "0.3", "CRAWLER_EXTRACT_INLINE_SECONDS": "0.01"}
     result = crawl("links", database, url=web.url("attributes"), settings=settings)
     lag = float(re.search(r"reactor lag at worst ([\d.]+) s", result.stderr).group(1))
     assert lag < 0.3
     pages = database.pages()
-    assert len(attributes_page(20_000).body) > INLINE_BYTES  # so parsed in the thread
-    slow = pages[web.url("attributes", "/attributes/20000")]
+    wide = pages[web.url("attributes", "/attributes/20000")]
+    assert wide["status"] == "error"
+    assert wide["error"].endswith("BudgetExceeded: an element with 20000 attributes, more than 10000")
+    slow = pages[web.url("attributes", "/options/16000")]
     assert slow["status"] == "error" and slow["error"].endswith("BudgetExceeded: not handled within 0.3 s")
+    assert len(options_page(2000).body) <= INLINE_BYTES < len(options_page(16_000).body)
+    assert pages[web.url("attributes", "/options/2000")]["status"] == "fetched"
+    assert "'extraction/handed_to_thread': 1," in result.stderr
     assert [pages[web.url("attributes", f"/p/{n}")]["status"] for n in range(10)] == ["fetched"] * 10

@@ -67,9 +67,44 @@ static int nests(uint64_t word, const NameSet *not_nesting) {
     return 1;
 }
 
-static long long depth_of(const char *html, Py_ssize_t size, const NameSet *not_nesting) {
-    long long level = 0, lowest = 0, deepest = 0;
+/* What separates attributes in a tag, as HTML's tokenizer reads it. */
+static int is_tag_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
+
+/* The attributes of a tag, read from just after its name as HTML's tokenizer reads them (any
+ * character but a space, "/" and ">" starts a name, "<" too; a quoted value may hold ">"):
+ * how many, in ``count``, and where the tag ends (past its ">", or the document's end). */
+static const char *read_attributes(const char *p, const char *end, long long *count) {
+    *count = 0;
+    for (;;) {
+        while (p < end && (is_tag_space(*p) || *p == '/')) p++;
+        if (p == end) return end;
+        if (*p == '>') return p + 1;
+        (*count)++;
+        for (p++; p < end && !is_tag_space(*p) && *p != '/' && *p != '>' && *p != '='; p++) {
+        }
+        const char *value = p;
+        while (value < end && is_tag_space(*value)) value++;
+        if (value == end || *value != '=') continue;
+        for (p = value + 1; p < end && is_tag_space(*p); p++) {
+        }
+        if (p < end && (*p == '"' || *p == '\'')) {
+            const char *close = memchr(p + 1, *p, (size_t)(end - p - 1));
+            p = close != NULL ? close + 1 : end;
+        } else {
+            while (p < end && !is_tag_space(*p) && *p != '>') p++;
+        }
+    }
+}
+
+typedef struct {
+    long long depth, attributes;
+} Shape;
+
+static Shape shape_of(const char *html, Py_ssize_t size, const NameSet *not_nesting) {
+    long long level = 0, lowest = 0;
+    Shape shape = {0, 0};
     const char *end = html + size, *p = html;
+    const char *read_to = html; /* the attributes before this were read, as some tag's */
     while ((p = memchr(p, '<', (size_t)(end - p))) != NULL) {
         const char *name = p + 1;
         int closing = name < end && *name == '/';
@@ -86,20 +121,27 @@ static long long depth_of(const char *html, Py_ssize_t size, const NameSet *not_
         if (after - name > LONGEST_NAME || nests(word, not_nesting)) {
             level += closing ? -1 : 1;
             if (level < lowest) lowest = level;
-            if (level - lowest > deepest) deepest = level - lowest;
+            if (level - lowest > shape.depth) shape.depth = level - lowest;
+        }
+        /* A "<" inside another tag's attributes starts no attributes of its own: each byte is
+         * read as an attribute once, whatever a page builds to make it read again. */
+        if (p >= read_to) {
+            long long attributes;
+            read_to = read_attributes(after, end, &attributes);
+            if (attributes > shape.attributes) shape.attributes = attributes;
         }
         p = after;
     }
-    return deepest;
+    return shape;
 }
 
-static PyObject *nesting_depth(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *document_shape(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "nesting_depth(html, not_nesting) takes two bytes objects");
+        PyErr_SetString(PyExc_TypeError, "document_shape(html, not_nesting) takes two bytes objects");
         return NULL;
     }
     if (!PyBytes_Check(args[0]) || !PyBytes_Check(args[1])) {
-        PyErr_Format(PyExc_TypeError, "nesting_depth takes two bytes objects, not %s and %s",
+        PyErr_Format(PyExc_TypeError, "document_shape takes two bytes objects, not %s and %s",
                      Py_TYPE(args[0])->tp_name, Py_TYPE(args[1])->tp_name);
         return NULL;
     }
@@ -111,16 +153,16 @@ static PyObject *nesting_depth(PyObject *module, PyObject *const *args, Py_ssize
     /* Immutable and held by the caller: read without the GIL, which the reactor needs. */
     const char *html = PyBytes_AS_STRING(args[0]);
     Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
-    long long deepest;
+    Shape shape;
     Py_BEGIN_ALLOW_THREADS
-    deepest = depth_of(html, size, &not_nesting);
+    shape = shape_of(html, size, &not_nesting);
     Py_END_ALLOW_THREADS
-    return PyLong_FromLongLong(deepest);
+    return Py_BuildValue("(LL)", shape.depth, shape.attributes);
 }
 
 static PyMethodDef methods[] = {
-    {"nesting_depth", (PyCFunction)(void (*)(void))nesting_depth, METH_FASTCALL,
-     "nesting_depth(html, not_nesting) -> the most elements open at once"},
+    {"document_shape", (PyCFunction)(void (*)(void))document_shape, METH_FASTCALL,
+     "document_shape(html, not_nesting) -> (the most elements open at once, the most attributes of a tag)"},
     {NULL, NULL, 0, NULL},
 };
 

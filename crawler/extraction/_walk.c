@@ -7,7 +7,11 @@
  * every separator around a block; here nothing is made for them, and the Python objects are
  * built once, from what the walk found, after the document is done with.
  *
- *     walk(html: bytes, kinds: bytes) -> (has_head, title, base, metas, links, anchors, text, squashed)
+ *     walk(html: bytes, kinds: bytes, seconds: float = 0, chunk: int = 16384)
+ *         -> (has_head, title, base, metas, links, anchors, text, squashed)
+ *
+ * ``seconds`` (0: no limit) bounds the parse and the walk: past it, TimeoutError. The document
+ * is parsed ``chunk`` bytes at a time (the tests give small chunks to cut it everywhere).
  *
  * ``text`` is squashed (``squashed`` true) where it is UTF-8: each run of what ``str.split``
  * splits on made one space, none at either end; else it is lexbor's bytes as they are.
@@ -23,8 +27,10 @@
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef unsigned char lxb_char_t;
 
@@ -33,7 +39,9 @@ enum { KIND_BLOCK = 1, KIND_ANCHOR, KIND_INVISIBLE, KIND_TITLE, KIND_META, KIND_
 typedef struct {
     void *(*document_create)(void);
     void *(*document_destroy)(void *document);
-    unsigned int (*document_parse)(void *document, const lxb_char_t *html, size_t size);
+    unsigned int (*parse_chunk_begin)(void *document);
+    unsigned int (*parse_chunk)(void *document, const lxb_char_t *html, size_t size);
+    unsigned int (*parse_chunk_end)(void *document);
     void *(*document_element)(void *document);
     void *(*body_element)(void *document);
     void *(*head_element)(void *document);
@@ -57,7 +65,9 @@ static const struct {
 } lxb_functions[] = {
     {"lxb_html_document_create", offsetof(Lexbor, document_create)},
     {"lxb_html_document_destroy", offsetof(Lexbor, document_destroy)},
-    {"lxb_html_document_parse", offsetof(Lexbor, document_parse)},
+    {"lxb_html_document_parse_chunk_begin", offsetof(Lexbor, parse_chunk_begin)},
+    {"lxb_html_document_parse_chunk", offsetof(Lexbor, parse_chunk)},
+    {"lxb_html_document_parse_chunk_end", offsetof(Lexbor, parse_chunk_end)},
     {"lxb_dom_document_element_noi", offsetof(Lexbor, document_element)},
     {"lxb_html_document_body_element_noi", offsetof(Lexbor, body_element)},
     {"lxb_html_document_head_element_noi", offsetof(Lexbor, head_element)},
@@ -95,7 +105,8 @@ typedef struct {
 
 typedef struct {
     void *document;
-    int has_head, has_title, has_base, failed, squashed;
+    double deadline; /* on CLOCK_MONOTONIC; 0: none */
+    int has_head, has_title, has_base, failed, overtime, squashed;
     Buffer title, text;
     Value base;
     Pairs metas, links, anchors;
@@ -180,6 +191,30 @@ static int enter(Found *found, void *node, int kind) {
     return 0;
 }
 
+static double now(void) {
+    struct timespec time;
+    clock_gettime(CLOCK_MONOTONIC, &time);
+    return (double)time.tv_sec + (double)time.tv_nsec / 1e9;
+}
+
+/* Whether the deadline has passed (and so the walk is given up). */
+static int late(Found *found) {
+    if (found->deadline && now() > found->deadline) found->overtime = 1;
+    return found->overtime;
+}
+
+/* The document parsed a chunk at a time, the deadline looked at between chunks: lexbor's costs
+ * that grow faster than the document (a select's options, elements nested deep) are spread over
+ * its chunks, so a document it cannot read in time is given up within a chunk's work. 0, or
+ * lexbor's status. */
+static unsigned int parse(Found *found, const lxb_char_t *html, size_t size, size_t chunk) {
+    unsigned int status = lxb.parse_chunk_begin(found->document);
+    for (size_t at = 0; status == 0 && at < size && !late(found); at += chunk)
+        status = lxb.parse_chunk(found->document, html + at, size - at < chunk ? size - at : chunk);
+    unsigned int ended = lxb.parse_chunk_end(found->document);
+    return status ? status : ended;
+}
+
 /* Every element and text node in document order. The visible text is that of the body (of the
  * whole document where there is none) outside the invisible elements, with a space on either
  * side of each block, so that "<b>para</b>graph" stays one word and "<p>a</p><p>b</p>" is two
@@ -195,7 +230,8 @@ static int walk_tree(Found *found, const unsigned char *kinds, size_t kinds_size
     size_t invisible = 0;
     int in_body = body == NULL;
     void *node = root;
-    while (node != NULL) {
+    for (size_t seen = 1; node != NULL; seen++) {
+        if (seen % 4096 == 0 && late(found)) return 0;
         uintptr_t tag = lxb.tag_id(node);
         int kind = tag < kinds_size ? kinds[tag] : 0;
         int visible = in_body && invisible == 0;
@@ -349,20 +385,28 @@ static PyObject *result(Found *found) {
 
 static PyObject *walk(PyObject *self, PyObject *args) {
     Py_buffer html, kinds;
-    if (!PyArg_ParseTuple(args, "y*y*:walk", &html, &kinds)) return NULL;
+    double seconds = 0;
+    Py_ssize_t chunk = 16384;
+    if (!PyArg_ParseTuple(args, "y*y*|dn:walk", &html, &kinds, &seconds, &chunk)) return NULL;
     Found found = {0};
     unsigned int status = 1;
     Py_BEGIN_ALLOW_THREADS
+    found.deadline = seconds > 0 ? now() + seconds : 0;
     found.document = lxb.document_create();
     if (found.document != NULL) {
-        status = lxb.document_parse(found.document, html.buf, (size_t)html.len);
-        if (status == 0) found.failed = walk_tree(&found, kinds.buf, (size_t)kinds.len);
-        if (status == 0 && !found.failed) found.squashed = squash(&found.text);
+        status = parse(&found, html.buf, (size_t)html.len, chunk > 0 ? (size_t)chunk : (size_t)html.len + 1);
+        if (status == 0 && !found.overtime) found.failed = walk_tree(&found, kinds.buf, (size_t)kinds.len);
+        if (status == 0 && !found.failed && !found.overtime) found.squashed = squash(&found.text);
     }
     Py_END_ALLOW_THREADS
     PyObject *walked = NULL;
     if (found.document == NULL || found.failed)
         PyErr_NoMemory();
+    else if (found.overtime) {
+        char message[64];
+        snprintf(message, sizeof message, "not read within %g s", seconds);
+        PyErr_SetString(PyExc_TimeoutError, message);
+    }
     else if (status != 0)
         PyErr_Format(PyExc_ValueError, "lexbor could not parse the document (status %u)", status);
     else
@@ -408,7 +452,8 @@ static int find_lexbor(void) {
 }
 
 static PyMethodDef methods[] = {
-    {"walk", walk, METH_VARARGS, "What extraction reads from an HTML document (UTF-8), in one walk."},
+    {"walk", walk, METH_VARARGS,
+     "What extraction reads from an HTML document (UTF-8), in one walk, within ``seconds`` if not 0."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,18 +1,25 @@
-"""Parsing and extraction of documents off the reactor, within a time and a depth budget.
+"""Parsing and extraction of documents within a time budget, and shapes refused before.
 
-While a large page is parsed on the reactor, no request leaves, no response is read and no
-lease is renewed, and a page built to be slow would stall the crawl. Documents larger than
-``INLINE_BYTES`` are handled in a small pool of worker threads: lexbor (selectolax) and libxml2
-(lxml) release the GIL while they parse, and the Python parts yield it every few milliseconds.
+While a page is parsed on the reactor, no request leaves, no response is read and no lease is
+renewed, and a page built to be slow would stall the crawl. Documents up to ``INLINE_BYTES`` are
+handled on the reactor: a few milliseconds of work, where handing them to a thread and back
+costs two thread switches. Where ``scripts/compile.sh`` built the walk over a document
+(``_walk.c``), which parses it a chunk at a time and looks at the time between chunks, one that
+takes longer than ``CRAWLER_EXTRACT_INLINE_SECONDS`` there (or has more than
+``INLINE_ATTRIBUTES`` attributes on one element, or ``INLINE_ANCHORS`` links, whose cost comes
+all at once) is handed to a document thread and handled again there, as larger documents are at
+once. lexbor (selectolax) and libxml2 (lxml) release the GIL while they parse.
 
-lexbor's tree building is quadratic in the nesting depth, so a document nested deeper than
-``CRAWLER_MAX_DOM_DEPTH`` is refused before it is parsed; its depth is counted from its tags
-(elements that need an end tag): in C without the GIL (``_depth.c``) where ``scripts/compile.sh``
-built it, else by a regular expression (``nesting_depth_in_python``, only for a document with
-more start tags than that depth at all), with the same result (but for a tag cut between two of
-the chunks the regular expression reads). A document not handled within
-``CRAWLER_EXTRACT_TIMEOUT`` seconds is given up: its row says so and the crawl goes on (the
-thread finishes its parse in the background, off the reactor).
+lexbor's tree building is quadratic in the nesting depth and in the attributes of an element,
+so a document nested deeper than ``CRAWLER_MAX_DOM_DEPTH``, or with an element of more than
+``CRAWLER_MAX_DOM_ATTRIBUTES`` attributes, is refused before it is parsed. Both are counted from
+its tags (the depth from the elements that need an end tag; attributes as HTML's tokenizer reads
+them, a quoted value holding ">" included): in C without the GIL (``_depth.c``), else by regular
+expressions (``nesting_depth_in_python``, ``most_attributes_in_python``), with the same result
+(but for a tag cut between two of the chunks the depth's expression reads). A document not
+handled within ``CRAWLER_EXTRACT_TIMEOUT`` seconds of its thread's start is given up: its row
+says so and the crawl goes on. The compiled walk stops there itself, freeing the thread; the
+Python walk finishes its parse in the background, off the reactor.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import asyncio
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from itertools import accumulate
 from operator import sub
 from typing import Self, TypeVar
@@ -29,13 +37,19 @@ from scrapy.settings import BaseSettings
 
 T = TypeVar("T")
 
-_compiled: Callable[[bytes, bytes], int] | None
+_compiled: Callable[[bytes, bytes], tuple[int, int]] | None
 try:
-    from crawler.extraction._depth import nesting_depth as _compiled
+    from crawler.extraction._depth import document_shape as _compiled
 except ImportError:  # not built: no C compiler where the crawler was installed
     _compiled = None
 
 _TAG = re.compile(rb"<(/?[a-zA-Z][a-zA-Z0-9-]*)")
+_SPACE = rb"[ \t\n\f\r]"
+_ATTRIBUTE = re.compile(
+    rb"[ \t\n\f\r/]*[^ \t\n\f\r/>][^ \t\n\f\r/>=]*"  # its name
+    rb"(?:" + _SPACE + rb"*=" + _SPACE + rb"*(?:\"[^\"]*\"?|'[^']*'?|[^ \t\n\f\r>]*))?"  # its value
+)
+_TAG_END = re.compile(rb"[ \t\n\f\r/]*>?")
 _NOT_NESTING = frozenset(
     # void elements, and those whose end tag may be left out (the parser closes them itself)
     b"area base br col embed hr img input keygen link meta param source track wbr "
@@ -48,12 +62,27 @@ _KNOWN_TAGS = 4096
 
 
 INLINE_BYTES = 64 * 1024
-"""Documents up to this size are handled on the reactor: a few milliseconds of work, where
-handing them to a thread and back costs two thread switches, slow on a loaded machine."""
+"""Documents up to this size are handled on the reactor."""
+INLINE_ATTRIBUTES = 1000
+"""A document with an element of more attributes goes to a thread: lexbor reads an element's
+attributes at once, in a time that grows as their square (2 ms for 1,000)."""
+INLINE_ANCHORS = 2000
+"""A document with more links goes to a thread: each new link costs a URL's normal form, some
+30 µs, read at once after the walk."""
 
 
 class BudgetExceeded(Exception):
     """A document too deep or too slow to handle; the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """What a document's handling may take: ``seconds`` for the walk (0: no limit), and whether
+    it is tried on the reactor, and so handed to a thread (``TimeoutError``) past
+    ``INLINE_ATTRIBUTES`` or ``INLINE_ANCHORS`` as past its time."""
+
+    seconds: float
+    may_hand_over: bool
 
 
 class _NestingSteps(dict[bytes, int]):
@@ -74,18 +103,19 @@ def _set(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def nesting_depth(html: bytes) -> int:
-    """How deeply the tags of ``html`` nest its elements (stray end tags do not go below zero):
-    in C without the GIL where ``scripts/compile.sh`` built it, else in Python."""
+def document_shape(html: bytes) -> tuple[int, int]:
+    """How deeply the tags of ``html`` nest its elements (stray end tags do not go below zero),
+    and the most attributes a tag has: in C without the GIL where ``scripts/compile.sh`` built
+    it, else in Python."""
     if _compiled is not None:
         return _compiled(html, _NOT_NESTING_WORDS)
-    return nesting_depth_in_python(html)
+    return nesting_depth_in_python(html), most_attributes_in_python(html)
 
 
 def nesting_depth_in_python(html: bytes, chunk: int = 1 << 18) -> int:
-    """``nesting_depth``, read ``chunk`` bytes at a time: a regular expression holds the GIL
-    while it runs, and the reactor thread gets it back between chunks (a tag cut by a chunk's
-    end is not counted).
+    """The depth of ``document_shape``, read ``chunk`` bytes at a time: a regular expression
+    holds the GIL while it runs, and the reactor thread gets it back between chunks (a tag cut
+    by a chunk's end is not counted).
     """
     deepest = level = lowest = 0
     for start in range(0, len(html), chunk):
@@ -103,35 +133,81 @@ def nesting_depth_in_python(html: bytes, chunk: int = 1 << 18) -> int:
     return deepest
 
 
-class DocumentWorkers:
-    """Worker threads running parsers within the budgets."""
+def most_attributes_in_python(html: bytes) -> int:
+    """The most attributes of ``document_shape``: a tag's attributes are read from just after its
+    name to its end, and a "<" inside them starts no attributes of its own (so each byte is read
+    once)."""
+    most = read_to = 0
+    for tag in _TAG.finditer(html):
+        if tag.start() < read_to:
+            continue
+        count, at = 0, tag.end()
+        while (attribute := _ATTRIBUTE.match(html, at)) is not None:
+            count, at = count + 1, attribute.end()
+        most, read_to = max(most, count), _TAG_END.match(html, at).end()  # type: ignore[union-attr]
+    return most
 
-    def __init__(self, threads: int, timeout: float, max_depth: int):
+
+class DocumentWorkers:
+    """Handles documents within the budgets, on the reactor or in worker threads."""
+
+    def __init__(
+        self,
+        threads: int,
+        timeout: float,
+        max_depth: int,
+        max_attributes: int = 0,
+        inline_seconds: float = 0,
+        handed_over: Callable[[], None] | None = None,
+    ):
+        """``handed_over()`` is called for each document handed to a thread after it was tried
+        on the reactor."""
         self.timeout = timeout
         self.max_depth = max_depth
+        self.max_attributes = max_attributes
+        self.inline_seconds = inline_seconds
+        self.handed_over = handed_over
         self._threads = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="documents")
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings) -> Self:
+    def from_settings(cls, settings: BaseSettings, handed_over: Callable[[], None] | None = None) -> Self:
         return cls(
             settings.getint("CRAWLER_EXTRACT_THREADS"),
             settings.getfloat("CRAWLER_EXTRACT_TIMEOUT"),
             settings.getint("CRAWLER_MAX_DOM_DEPTH"),
+            settings.getint("CRAWLER_MAX_DOM_ATTRIBUTES"),
+            settings.getfloat("CRAWLER_EXTRACT_INLINE_SECONDS"),
+            handed_over,
         )
 
-    async def run(self, work: Callable[[], T], size: int | None = None) -> T:
-        """``work()`` on a document of ``size`` bytes: at once if it is small, else (or when its
-        size says nothing, as for compressed sitemaps) in a worker thread; BudgetExceeded when
-        that runs longer than the timeout (counted from its start in the thread, not while it
-        waits for one)."""
-        if size is not None and size <= INLINE_BYTES:
-            return work()
+    async def extract(self, work: Callable[[Budget], T], size: int, bounded: bool) -> T:
+        """``work(budget)`` on an HTML document of ``size`` bytes: on the reactor if it is
+        small, within ``CRAWLER_EXTRACT_INLINE_SECONDS`` where ``bounded`` (``work`` gives up
+        within ``budget.seconds`` with ``TimeoutError``, as the compiled walk does) and then in
+        a thread if it gave up; larger documents in a thread."""
+        if size <= INLINE_BYTES:
+            if not (bounded and self.inline_seconds):
+                return work(Budget(0, may_hand_over=False))
+            try:
+                return work(Budget(self.inline_seconds, may_hand_over=True))
+            except TimeoutError:  # handled again in a thread, with its whole time
+                if self.handed_over is not None:
+                    self.handed_over()
+        return await self.run(lambda: work(Budget(self.timeout, may_hand_over=False)))
+
+    async def run(self, work: Callable[[], T]) -> T:
+        """``work()`` in a worker thread; BudgetExceeded when that runs longer than the timeout
+        (counted from its start in the thread, not while it waits for one), or when ``work``
+        raises ``TimeoutError``."""
         loop = asyncio.get_running_loop()
         started: asyncio.Future[None] = loop.create_future()
 
         def timed() -> T:
             loop.call_soon_threadsafe(_set, started)
-            return work()
+            try:
+                return work()
+            except TimeoutError:  # a walk that gave up at the timeout, freeing the thread
+                raise BudgetExceeded(f"not handled within {self.timeout:g} s") from None
 
         finished = loop.run_in_executor(self._threads, timed)
         await asyncio.wait([started, finished], return_when=asyncio.FIRST_COMPLETED)
@@ -140,17 +216,25 @@ class DocumentWorkers:
         except TimeoutError:
             raise BudgetExceeded(f"not handled within {self.timeout:g} s") from None
 
-    def check_depth(self, html: bytes) -> None:
-        """Refuse ``html`` nested deeper than the limit (called in a worker thread)."""
-        if not self.max_depth:
-            return
-        # Each element that needs an end tag is opened by a "<" that does not start "</": the
-        # regular expression is spared the documents that cannot be that deep. The compiled
-        # depth costs less than these two counts (it reads each tag once, with memchr).
-        if _compiled is None and html.count(b"<") - html.count(b"</") <= self.max_depth:
-            return
-        if (depth := nesting_depth(html)) > self.max_depth:
+    def check_shape(self, html: bytes) -> tuple[int, int]:
+        """Refuse ``html`` nested deeper than the limit or with an element of more attributes;
+        its depth and most attributes (0 where the limits are off and the Python versions would
+        have to read the whole document to tell)."""
+        if _compiled is None:
+            # Each element that needs an end tag is opened by a "<" that does not start "</",
+            # and each attribute takes two bytes: the regular expressions are spared documents
+            # that cannot pass the limits. (The compiled reading costs less than these counts.)
+            deep = self.max_depth and html.count(b"<") - html.count(b"</") > self.max_depth
+            depth = nesting_depth_in_python(html) if deep else 0
+            wide = self.max_attributes and len(html) > 2 * self.max_attributes
+            attributes = most_attributes_in_python(html) if wide else 0
+        else:
+            depth, attributes = _compiled(html, _NOT_NESTING_WORDS)
+        if self.max_depth and depth > self.max_depth:
             raise BudgetExceeded(f"elements nested {depth} deep, more than {self.max_depth}")
+        if self.max_attributes and attributes > self.max_attributes:
+            raise BudgetExceeded(f"an element with {attributes} attributes, more than {self.max_attributes}")
+        return depth, attributes
 
     def close(self) -> None:
         self._threads.shutdown(wait=False, cancel_futures=True)

@@ -115,12 +115,18 @@ class Walked(NamedTuple):
     none at either end."""
 
 
-def walk(html: bytes) -> Walked:
+def walk(html: bytes, seconds: float = 0) -> Walked:
     """``html`` (UTF-8) parsed and walked: in C without the GIL (``_walk.c``) where
-    ``scripts/compile.sh`` built it, else in Python through selectolax, with the same result."""
+    ``scripts/compile.sh`` built it, given up past ``seconds`` (0: no limit; TimeoutError), else
+    in Python through selectolax, with the same result (and no limit: see ``walk_is_bounded``)."""
     if _compiled_walk is not None:
-        return Walked._make(_compiled_walk(html, _KINDS))
+        return Walked._make(_compiled_walk(html, _KINDS, seconds))
     return walk_in_python(html)
+
+
+def walk_is_bounded() -> bool:
+    """Whether ``walk`` gives up a document past the time it is given (the compiled one)."""
+    return _compiled_walk is not None
 
 
 def walk_in_python(html: bytes) -> Walked:
@@ -191,12 +197,18 @@ def extract_page(
     user_agents: Iterable[str] = (),
     resolver: LinkResolver | None = None,
     max_links: int = 0,
+    seconds: float = 0,
+    most_anchors: int = 0,
 ) -> PageData:
     """Extract what the crawler stores and follows from one HTML document at ``url`` (bytes
     are read as UTF-8). Links are resolved by ``resolver`` (one for the whole crawl shares its
     cache between pages), else by one of ``normalize`` for this page; at most ``max_links``
-    distinct links are read (0: all), as each costs a URL normalisation."""
-    found = walk(html.encode("utf-8", "ignore") if isinstance(html, str) else html)
+    distinct links are read (0: all), as each costs a URL normalisation. ``seconds`` bounds the
+    walk (``walk``); a document of more than ``most_anchors`` links (0: any) is not read further
+    (TimeoutError: the reader has no time for them)."""
+    found = walk(html.encode("utf-8", "ignore") if isinstance(html, str) else html, seconds)
+    if most_anchors and len(found.anchors) > most_anchors:
+        raise TimeoutError(f"{len(found.anchors)} links, more than {most_anchors} to read now")
     page = PageData()
     resolver = resolver or LinkResolver(normalize)
     base = _base_url(found.base, url) if found.has_head else url

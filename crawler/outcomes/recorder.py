@@ -20,7 +20,8 @@ from w3lib.encoding import read_bom
 
 from crawler.exceptions import BlockedByPolicy, NotSent, RedirectFailed, ResponseFiltered, RobotsUnreachable
 from crawler.extraction import PageData, extract_page, parse_robots_directives
-from crawler.extraction.budget import DocumentWorkers
+from crawler.extraction.budget import INLINE_ANCHORS, INLINE_ATTRIBUTES, Budget, DocumentWorkers
+from crawler.extraction.html import walk_is_bounded
 from crawler.guard.proxies import through_proxy
 from crawler.http.failures import describe, is_site_failure
 from crawler.http.headers import header, header_values, http_date, media_type
@@ -48,7 +49,15 @@ def page_item(url: str, status: str, crawled_at: datetime | None = None, **field
 
 
 class OutcomeRecorder:
-    def __init__(self, settings: Settings, normalize: Callable[[str], str], job_id: str, bot_name: str):
+    def __init__(
+        self,
+        settings: Settings,
+        normalize: Callable[[str], str],
+        job_id: str,
+        bot_name: str,
+        handed_over: Callable[[], None] | None = None,
+    ):
+        """``handed_over()``: a page tried on the reactor went to a document thread."""
         self.normalize = normalize
         self.resolver = LinkResolver(normalize)
         self.job_id = job_id
@@ -60,7 +69,7 @@ class OutcomeRecorder:
         self.max_text = settings.getint("CRAWLER_MAX_TEXT_CHARS")
         self.max_links = settings.getint("CRAWLER_MAX_LINKS_READ")
         self.fingerprint = settings.getbool("CRAWLER_TWINS_ENABLED")
-        self.workers = DocumentWorkers.from_settings(settings)
+        self.workers = DocumentWorkers.from_settings(settings, handed_over)
 
     def base(self, request: Request, status: str) -> PageItem:
         """A row for ``request`` with the crawl context it carries in its meta."""
@@ -88,7 +97,9 @@ class OutcomeRecorder:
         directives = parse_robots_directives(header_values(response, "X-Robots-Tag"), self.user_agents)
         try:
             if item.content_type in _HTML_TYPES and isinstance(response, TextResponse):
-                page, fingerprint = await self.workers.run(partial(self._extract, response), len(response.body))
+                page, fingerprint = await self.workers.extract(
+                    partial(self._extract, response), len(response.body), walk_is_bounded()
+                )
                 item.simhash = None if fingerprint is None else as_hex(fingerprint)
                 directives = directives | page.robots
                 page.robots = directives
@@ -98,7 +109,9 @@ class OutcomeRecorder:
                 if self.store_links:
                     item.links = json.dumps(page.links)
             elif isinstance(response, TextResponse):
-                item.text = await self.workers.run(partial(_squashed_text, response), len(response.body))
+                item.text = await self.workers.extract(
+                    lambda budget: _squashed_text(response), len(response.body), bounded=False
+                )
         except Exception as exc:  # bad input must not stop the crawl: the row says why
             item.status = "error"
             item.error = f"extraction failed: {global_object_name(type(exc))}: {exc}"
@@ -120,12 +133,24 @@ class OutcomeRecorder:
         item.crawl_duration_ms = round(latency * 1000) if latency is not None else None
         return item
 
-    def _extract(self, response: TextResponse) -> tuple[PageData, int | None]:
-        """What the page says, and the SimHash of its text (in the same thread, off the reactor)."""
+    def _extract(self, response: TextResponse, budget: Budget) -> tuple[PageData, int | None]:
+        """What the page says, and the SimHash of its text (on the reactor or in a document
+        thread, within ``budget``; the resolver's cache is safe to share)."""
         html = _utf8_document(response)
-        self.workers.check_depth(html)
-        # On the reactor or in a document thread: the resolver's cache is safe to share.
-        page = extract_page(html, response.url, self.normalize, self.user_agents, self.resolver, self.max_links)
+        _, attributes = self.workers.check_shape(html)
+        if budget.may_hand_over and attributes > INLINE_ATTRIBUTES:
+            raise TimeoutError(f"an element with {attributes} attributes, more than {INLINE_ATTRIBUTES} to read now")
+        most_anchors = INLINE_ANCHORS if budget.may_hand_over else 0
+        page = extract_page(
+            html,
+            response.url,
+            self.normalize,
+            self.user_agents,
+            self.resolver,
+            self.max_links,
+            budget.seconds,
+            most_anchors,
+        )
         text, page.utf8 = page.utf8, b""  # not kept with the page
         return page, simhash_of_utf8(text) if self.fingerprint else None
 

@@ -112,7 +112,13 @@ class BaseCrawlSpider(TrapsAndTwins, Backpressure, Spider):
     def _configure(self, crawler: Crawler) -> None:
         settings = crawler.settings
         self.normalize = UrlNormalizer(settings.getlist("CRAWLER_TRACKING_PARAMS"))
-        self.recorder = OutcomeRecorder(settings, self.normalize, self.job_id, settings["BOT_NAME"])
+        self.recorder = OutcomeRecorder(
+            settings,
+            self.normalize,
+            self.job_id,
+            settings["BOT_NAME"],
+            lambda: crawler.stats.inc_value("extraction/handed_to_thread"),
+        )
         self.max_pages = settings.getint("CRAWLER_MAX_PAGES")
         self.max_depth = settings.getint("DEPTH_LIMIT")
         self.max_url_length = settings.getint("URLLENGTH_LIMIT")

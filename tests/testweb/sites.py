@@ -608,9 +608,10 @@ def _many_links(count: int) -> Reply:
 
 class DeepSite(Site):
     """Pages nested as deep as their path says (``/deep/400000``: 400,000 ``<div>`` inside each
-    other, 4.4 MB), or with one element of as many attributes (``/attributes/N``, which lexbor
-    reads in a time that grows with the square of N), linked from the home page with ``pages``
-    ordinary pages ``/p/N``."""
+    other, 4.4 MB), with one element of as many attributes (``/attributes/N``, which lexbor
+    reads in a time that grows with the square of N), or with one ``select`` of as many selected
+    options (``/options/N``, likewise, spread over the document), linked from the home page with
+    ``pages`` ordinary pages ``/p/N``."""
 
     name = "deep"
 
@@ -618,13 +619,20 @@ class DeepSite(Site):
         pages = int(self.options.get("pages", "20"))
         depths = self.options.get("depths", "400000").split("-")
         attributes = [n for n in self.options.get("attributes", "").split("-") if n]
+        options = [n for n in self.options.get("options", "").split("-") if n]
         if path == "/":
-            deep = [*(f"/deep/{d}" for d in depths), *(f"/attributes/{n}" for n in attributes)]
+            deep = [
+                *(f"/deep/{d}" for d in depths),
+                *(f"/attributes/{n}" for n in attributes),
+                *(f"/options/{n}" for n in options),
+            ]
             return html("Deep", [*deep, *(f"/p/{n}" for n in range(pages))])
         if path.startswith("/deep/") and path[6:] in depths:
             return _nested_page(int(path[6:]))
         if path.startswith("/attributes/") and path[12:] in attributes:
             return attributes_page(int(path[12:]))
+        if path.startswith("/options/") and path[9:] in options:
+            return options_page(int(path[9:]))
         if path.startswith("/p/") and path[3:].isdigit() and int(path[3:]) < pages:
             return html(f"Page {path[3:]}", ["/"])
         return NOT_FOUND
@@ -640,6 +648,13 @@ def _nested_page(depth: int) -> Reply:
 def attributes_page(count: int) -> Reply:
     attributes = " ".join(f"a{n}" for n in range(count))
     body = f"<!DOCTYPE html><html><head><title>Attributes</title></head><body><p {attributes}>x</p></body></html>"
+    return Reply(200, body.encode(), {"Content-Type": "text/html; charset=utf-8"})
+
+
+@cache
+def options_page(count: int) -> Reply:
+    options = "<option selected>x" * count
+    body = f"<!DOCTYPE html><html><head><title>Options</title></head><body><select>{options}</select></body></html>"
     return Reply(200, body.encode(), {"Content-Type": "text/html; charset=utf-8"})
 
 
