@@ -3,10 +3,11 @@ others: a change to the hot path must leave it as it was.
 
     .venv/bin/python -m bench.corpus_digest [--also NAME=PATH ...]
 
-Each page of ``bench.realweb``'s corpus (the Python documentation, 530 pages) goes through the
-crawl's extraction as a crawl takes it, with one link resolver for the whole corpus: its title,
-description, text and text hash, links and followable links, canonical link, robots directives
-and count of invalid links, the SimHash of its text and its nesting depth. Prints a SHA-256 of
+Each page of ``bench.realweb``'s corpus (the Python documentation, 530 pages, UTF-8, which the
+crawl hands to extraction as it came) goes through the crawl's extraction, with one link
+resolver for the whole corpus: its title, description, text and text hash, links and followable
+links, canonical link, robots directives and count of invalid links, the SimHash of its text and
+its nesting depth (not the attributes counted with it, which earlier checkouts do not count). Prints a SHA-256 of
 all of them for each checkout (``git archive COMMIT | tar -x -C PATH``, with
 ``VENV=$PWD/.venv scripts/compile.sh`` run in it where its compiled modules are wanted), run in
 a process of its own with that checkout first on the path, and exits 1 if they differ.

@@ -136,6 +136,15 @@ def test_every_outcome_is_a_row_with_its_reason(web: TestWeb, database: Database
     assert LinksSite.LONG_PATH not in _fetched_paths(web)
 
 
+def test_a_seed_past_the_url_length_limit_is_a_row_and_no_request(web: TestWeb, database: Database) -> None:
+    web.clear()
+    crawl("links", database, url=web.url("links", LinksSite.LONG_PATH))
+    row = database.pages()[web.url("links", LinksSite.LONG_PATH)]
+    assert row["status"] == "filtered" and row["error"] == "URL longer than 2083 characters (URLLENGTH_LIMIT)"
+    assert row["discovered_via"] == "seed"
+    assert LinksSite.LONG_PATH not in _fetched_paths(web)
+
+
 def test_a_refused_content_type_is_a_row_without_body(web: TestWeb, database: Database) -> None:
     rows = _crawl_links(web, database, settings={"CRAWLER_IGNORED_EXTENSIONS": ""})
     image = rows["/image.png"]  # requested, then stopped at its headers

@@ -141,6 +141,21 @@ def test_a_prefix_is_compared_as_python_lowers_a_character_outside_ascii() -> No
     assert links == ["http://h.test/K%C4%B0:y"]
 
 
+def test_an_error_of_the_resolver_reaches_the_caller() -> None:
+    assert html._compiled_collect is not None, COMPILED_MISSING
+    resolver = LinkResolver(normalize_url)
+    parts = resolver.key_parts("http://h.test/")
+    assert parts is not None
+
+    def failing(key: tuple[str, str], base: str) -> str:
+        raise RuntimeError("resolver down")
+
+    with pytest.raises(RuntimeError, match="resolver down"):
+        html._compiled_collect([("a", None)], 0, html._SKIPPED_PREFIXES, parts, resolver.cache, failing)
+    with pytest.raises(TypeError, match="a link resolves to a string or None, not int"):
+        html._compiled_collect([("a", None)], 0, html._SKIPPED_PREFIXES, parts, {}, lambda key, base: 1)
+
+
 def test_the_compiled_reading_refuses_what_is_not_an_anchor() -> None:
     assert html._compiled_collect is not None, COMPILED_MISSING
     resolver = LinkResolver(normalize_url)

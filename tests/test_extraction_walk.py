@@ -67,6 +67,20 @@ def test_the_compiled_walk_reads_what_the_python_walk_reads(parts: list[str], pi
     assert _read(html.walk(document)) == _read(walk_in_python(document))
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(_SOUP_PARTS), max_size=40),
+    st.lists(st.sampled_from(_BYTES), max_size=8),
+    st.sampled_from([1, 2, 3, 5, 16]),
+)
+def test_a_document_parsed_in_chunks_is_walked_as_it_is_whole(
+    parts: list[str], pieces: list[bytes], chunk: int
+) -> None:
+    assert html._compiled_walk is not None, COMPILED_MISSING
+    document = "".join(parts).encode() + b"<p>" + b"".join(pieces) + b"<p>end"
+    assert html._compiled_walk(document, html._KINDS, 0, chunk) == html._compiled_walk(document, html._KINDS)
+
+
 def _read(walked: html.Walked) -> html.Walked:
     """As extraction reads it: the text squashed, its bytes not UTF-8 each replaced (as
     selectolax does)."""

@@ -147,6 +147,35 @@ static PyObject *link_of(Reading *reading, PyObject *href) {
     return link;
 }
 
+/* One anchor into ``seen`` (its link) or ``invalid``: 0, or -1 with an exception. */
+static int read_anchor(Reading *reading, PyObject *anchor, PyObject *read, PyObject *seen, Py_ssize_t *invalid) {
+    PyObject *href = PyTuple_GET_ITEM(anchor, 0), *rel = PyTuple_GET_ITEM(anchor, 1);
+    PyObject *link = PyDict_GetItemWithError(read, href);
+    if (link == NULL) {
+        if (PyErr_Occurred() || (link = link_of(reading, href)) == NULL) return -1;
+        if (link != Py_None && !PyUnicode_Check(link)) {
+            PyErr_Format(PyExc_TypeError, "a link resolves to a string or None, not %.200s", Py_TYPE(link)->tp_name);
+            Py_DECREF(link);
+            return -1;
+        }
+        int stored = PyDict_SetItem(read, href, link);
+        Py_DECREF(link); /* held by ``read`` */
+        if (stored < 0) return -1;
+    }
+    if (link == Py_None) {
+        (*invalid)++;
+        return 0;
+    }
+    if (PyUnicode_GET_LENGTH(link) == 0) return 0;
+    int unfollowed = rel == Py_None ? 0 : PyUnicode_Check(rel) ? nofollow(rel) : -1;
+    if (unfollowed < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "an anchor's rel is a string or None");
+        return -1;
+    }
+    if (!unfollowed) return PyDict_SetItem(seen, link, Py_True);
+    return PyDict_SetDefault(seen, link, Py_False) == NULL ? -1 : 0;
+}
+
 static int read_anchors(Reading *reading, PyObject *anchors, PyObject *seen, Py_ssize_t *invalid) {
     PyObject *read = PyDict_New(); /* href -> its link: a page repeats its links */
     if (read == NULL) return -1;
@@ -158,28 +187,11 @@ static int read_anchors(Reading *reading, PyObject *anchors, PyObject *seen, Py_
             PyErr_SetString(PyExc_TypeError, "an anchor is a tuple (href, rel)");
             goto done;
         }
-        PyObject *href = PyTuple_GET_ITEM(anchor, 0), *rel = PyTuple_GET_ITEM(anchor, 1);
-        PyObject *link = PyDict_GetItemWithError(read, href);
-        if (link == NULL) {
-            if (PyErr_Occurred() || (link = link_of(reading, href)) == NULL) goto done;
-            int stored = PyDict_SetItem(read, href, link);
-            Py_DECREF(link); /* held by ``read`` */
-            if (stored < 0) goto done;
-        }
-        if (link == Py_None) {
-            (*invalid)++;
-        } else if (PyUnicode_GET_LENGTH(link) > 0) {
-            int unfollowed = rel == Py_None ? 0 : PyUnicode_Check(rel) ? nofollow(rel) : -1;
-            if (unfollowed < 0) {
-                if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "an anchor's rel is a string or None");
-                goto done;
-            }
-            if (!unfollowed) {
-                if (PyDict_SetItem(seen, link, Py_True) < 0) goto done;
-            } else if (PyDict_SetDefault(seen, link, Py_False) == NULL) {
-                goto done;
-            }
-        }
+        /* Held: resolving a link calls Python, which could change the list. */
+        Py_INCREF(anchor);
+        int read_one = read_anchor(reading, anchor, read, seen, invalid);
+        Py_DECREF(anchor);
+        if (read_one < 0) goto done;
     }
     failed = 0;
 done:

@@ -205,10 +205,13 @@ static int late(Found *found) {
 
 /* The document parsed a chunk at a time, the deadline looked at between chunks: lexbor's costs
  * that grow faster than the document (a select's options, elements nested deep) are spread over
- * its chunks, so a document it cannot read in time is given up within a chunk's work. 0, or
+ * its chunks, so a document it cannot read in time is given up within about a chunk's work past
+ * the deadline (a chunk costs more the further a slow document has got). An element's
+ * attributes are read at once, in one chunk: nothing here bounds that (see _depth.c). 0, or
  * lexbor's status. */
 static unsigned int parse(Found *found, const lxb_char_t *html, size_t size, size_t chunk) {
     unsigned int status = lxb.parse_chunk_begin(found->document);
+    if (status != 0) return status; /* no parser to end */
     for (size_t at = 0; status == 0 && at < size && !late(found); at += chunk)
         status = lxb.parse_chunk(found->document, html + at, size - at < chunk ? size - at : chunk);
     unsigned int ended = lxb.parse_chunk_end(found->document);

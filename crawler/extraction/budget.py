@@ -13,10 +13,14 @@ once. lexbor (selectolax) and libxml2 (lxml) release the GIL while they parse.
 lexbor's tree building is quadratic in the nesting depth and in the attributes of an element,
 so a document nested deeper than ``CRAWLER_MAX_DOM_DEPTH``, or with an element of more than
 ``CRAWLER_MAX_DOM_ATTRIBUTES`` attributes, is refused before it is parsed. Both are counted from
-its tags (the depth from the elements that need an end tag; attributes as HTML's tokenizer reads
-them, a quoted value holding ">" included): in C without the GIL (``_depth.c``), else by regular
-expressions (``nesting_depth_in_python``, ``most_attributes_in_python``), with the same result
-(but for a tag cut between two of the chunks the depth's expression reads). A document not
+its tags (the depth from the elements that need an end tag; the attributes of a tag as HTML's
+tokenizer reads them there, a quoted value holding ">" included): in C without the GIL
+(``_depth.c``), else by regular expressions (``nesting_depth_in_python``,
+``most_attributes_in_python``), with the same result (but for a tag cut between two of the
+chunks the depth's expression reads). Either reads every ``<`` and a letter as a tag, in a
+comment or a script too, where HTML's tokenizer reads none: a page built to hide its tags from
+them (an unclosed quote in a comment swallows what follows) passes. The chunks' clock still
+bounds what grows with the depth; an element's attributes, read at once, it does not. A document not
 handled within ``CRAWLER_EXTRACT_TIMEOUT`` seconds of its thread's start is given up: its row
 says so and the crawl goes on. The compiled walk stops there itself, freeing the thread; the
 Python walk finishes its parse in the background, off the reactor.
@@ -216,18 +220,18 @@ class DocumentWorkers:
         except TimeoutError:
             raise BudgetExceeded(f"not handled within {self.timeout:g} s") from None
 
-    def check_shape(self, html: bytes) -> tuple[int, int]:
+    def check_shape(self, html: bytes, most_attributes_wanted: int = 0) -> tuple[int, int]:
         """Refuse ``html`` nested deeper than the limit or with an element of more attributes;
-        its depth and most attributes (0 where the limits are off and the Python versions would
-        have to read the whole document to tell)."""
+        its depth and most attributes. The Python versions spare themselves documents that
+        cannot pass the limits, nor have more attributes on an element than
+        ``most_attributes_wanted``: 0 stands for what they did not count."""
         if _compiled is None:
             # Each element that needs an end tag is opened by a "<" that does not start "</",
-            # and each attribute takes two bytes: the regular expressions are spared documents
-            # that cannot pass the limits. (The compiled reading costs less than these counts.)
+            # and each attribute takes two bytes. (The compiled reading costs less than these.)
             deep = self.max_depth and html.count(b"<") - html.count(b"</") > self.max_depth
             depth = nesting_depth_in_python(html) if deep else 0
-            wide = self.max_attributes and len(html) > 2 * self.max_attributes
-            attributes = most_attributes_in_python(html) if wide else 0
+            fewest = min([limit for limit in (self.max_attributes, most_attributes_wanted) if limit], default=0)
+            attributes = most_attributes_in_python(html) if fewest and len(html) > 2 * fewest else 0
         else:
             depth, attributes = _compiled(html, _NOT_NESTING_WORDS)
         if self.max_depth and depth > self.max_depth:

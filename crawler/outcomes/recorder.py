@@ -90,7 +90,7 @@ class OutcomeRecorder:
 
     async def fetched(self, response: Response) -> tuple[PageItem, PageData | None]:
         """The row of a response, and what the page says (None if it is not HTML). Decoding and
-        extraction run in a worker thread, within the document budgets."""
+        extraction run on the reactor or in a document thread, within the document budgets."""
         item = self.base(response.request, "fetched")
         self._describe_response(item, response)
         page: PageData | None = None
@@ -137,7 +137,7 @@ class OutcomeRecorder:
         """What the page says, and the SimHash of its text (on the reactor or in a document
         thread, within ``budget``; the resolver's cache is safe to share)."""
         html = _utf8_document(response)
-        _, attributes = self.workers.check_shape(html)
+        _, attributes = self.workers.check_shape(html, INLINE_ATTRIBUTES if budget.may_hand_over else 0)
         if budget.may_hand_over and attributes > INLINE_ATTRIBUTES:
             raise TimeoutError(f"an element with {attributes} attributes, more than {INLINE_ATTRIBUTES} to read now")
         most_anchors = INLINE_ANCHORS if budget.may_hand_over else 0
