@@ -376,3 +376,25 @@ def test_reading_a_sites_stored_fingerprints_does_not_walk_the_other_sites_pages
 
     few, many = steps(10), steps(2_000)
     assert many < 2 * few, (few, many)
+
+
+def test_a_new_sqlite_file_has_pages_of_16_kib_and_an_older_file_keeps_its_own(tmp_path: Path) -> None:
+    older = tmp_path / "older.db"
+    with sqlite3.connect(older) as connection:
+        connection.execute("CREATE TABLE made_before (x INTEGER)")
+
+    async def open_and_close(path: Path) -> None:
+        backend = open_backend(f"sqlite:///{path}")
+        await backend.open()  # the schema made or brought up to date
+        await backend.close()
+
+    for path in (tmp_path / "new.db", older):
+        asyncio.run(open_and_close(path))
+    assert _page_size(tmp_path / "new.db") == 16384
+    assert _page_size(older) == 4096
+    assert sqlite3.connect(older).execute("SELECT COUNT(*) FROM pages").fetchone() == (0,)
+
+
+def _page_size(path: Path) -> int:
+    with sqlite3.connect(path) as connection:
+        return connection.execute("PRAGMA page_size").fetchone()[0]
