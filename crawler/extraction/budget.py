@@ -88,6 +88,16 @@ class Budget:
     seconds: float
     may_hand_over: bool
 
+    @property
+    def most_attributes(self) -> int:
+        """The most attributes an element may have before the document is handed over (0: any)."""
+        return INLINE_ATTRIBUTES if self.may_hand_over else 0
+
+    @property
+    def most_anchors(self) -> int:
+        """The most links the document may have before it is handed over (0: any)."""
+        return INLINE_ANCHORS if self.may_hand_over else 0
+
 
 class _NestingSteps(dict[bytes, int]):
     """What a tag does to the depth: +1 opens, -1 closes, 0 neither (filled on first sight)."""
@@ -220,24 +230,27 @@ class DocumentWorkers:
         except TimeoutError:
             raise BudgetExceeded(f"not handled within {self.timeout:g} s") from None
 
-    def check_shape(self, html: bytes, most_attributes_wanted: int = 0) -> tuple[int, int]:
-        """Refuse ``html`` nested deeper than the limit or with an element of more attributes;
-        its depth and most attributes. The Python versions spare themselves documents that
-        cannot pass the limits, nor have more attributes on an element than
-        ``most_attributes_wanted``: 0 stands for what they did not count."""
+    def check_shape(self, html: bytes, budget: Budget | None = None) -> tuple[int, int]:
+        """Refuse ``html`` nested deeper than the limit or with an element of more attributes
+        (BudgetExceeded), or hand it over where its ``budget`` allows fewer (TimeoutError); its
+        depth and most attributes. The Python versions spare themselves documents that cannot
+        pass the limits, nor the budget's attributes: 0 stands for what they did not count."""
+        most_attributes = budget.most_attributes if budget is not None else 0
         if _compiled is None:
             # Each element that needs an end tag is opened by a "<" that does not start "</",
             # and each attribute takes two bytes. (The compiled reading costs less than these.)
             deep = self.max_depth and html.count(b"<") - html.count(b"</") > self.max_depth
             depth = nesting_depth_in_python(html) if deep else 0
-            fewest = min([limit for limit in (self.max_attributes, most_attributes_wanted) if limit], default=0)
+            fewest = min([limit for limit in (self.max_attributes, most_attributes) if limit], default=0)
             attributes = most_attributes_in_python(html) if fewest and len(html) > 2 * fewest else 0
         else:
-            depth, attributes = _compiled(html, _NOT_NESTING_WORDS)
+            depth, attributes = document_shape(html)
         if self.max_depth and depth > self.max_depth:
             raise BudgetExceeded(f"elements nested {depth} deep, more than {self.max_depth}")
         if self.max_attributes and attributes > self.max_attributes:
             raise BudgetExceeded(f"an element with {attributes} attributes, more than {self.max_attributes}")
+        if most_attributes and attributes > most_attributes:
+            raise TimeoutError(f"an element with {attributes} attributes, more than {most_attributes} to read now")
         return depth, attributes
 
     def close(self) -> None:

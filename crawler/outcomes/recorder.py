@@ -20,7 +20,7 @@ from w3lib.encoding import read_bom
 
 from crawler.exceptions import BlockedByPolicy, NotSent, RedirectFailed, ResponseFiltered, RobotsUnreachable
 from crawler.extraction import PageData, extract_page, parse_robots_directives
-from crawler.extraction.budget import INLINE_ANCHORS, INLINE_ATTRIBUTES, Budget, DocumentWorkers
+from crawler.extraction.budget import Budget, DocumentWorkers
 from crawler.extraction.html import walk_is_bounded
 from crawler.guard.proxies import through_proxy
 from crawler.http.failures import describe, is_site_failure
@@ -137,10 +137,7 @@ class OutcomeRecorder:
         """What the page says, and the SimHash of its text (on the reactor or in a document
         thread, within ``budget``; the resolver's cache is safe to share)."""
         html = _utf8_document(response)
-        _, attributes = self.workers.check_shape(html, INLINE_ATTRIBUTES if budget.may_hand_over else 0)
-        if budget.may_hand_over and attributes > INLINE_ATTRIBUTES:
-            raise TimeoutError(f"an element with {attributes} attributes, more than {INLINE_ATTRIBUTES} to read now")
-        most_anchors = INLINE_ANCHORS if budget.may_hand_over else 0
+        self.workers.check_shape(html, budget)
         page = extract_page(
             html,
             response.url,
@@ -149,7 +146,7 @@ class OutcomeRecorder:
             self.resolver,
             self.max_links,
             budget.seconds,
-            most_anchors,
+            budget.most_anchors,
         )
         text, page.utf8 = page.utf8, b""  # not kept with the page
         return page, simhash_of_utf8(text) if self.fingerprint else None
