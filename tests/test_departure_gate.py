@@ -1,6 +1,6 @@
 """The departure gate holds a request that has its slot but has not left while its domain is
-paused: a pause may come after the slot was taken (a request handed out ahead, or held for a
-429's block), and nothing more may be sent to a paused domain."""
+paused or blocked: a pause or a 429's block may come after the slot was taken (a request handed
+out ahead, or waiting for its domain's delay), and nothing more may be sent to the domain."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from tests.conftest import REDIS_URL
 from tests.helpers import project_settings
 
 
-def _crawler_running() -> Crawler:
-    crawler = get_crawler(Spider, project_settings(REDIS_URL=""))
+def _crawler_running(**settings: str) -> Crawler:
+    crawler = get_crawler(Spider, project_settings(REDIS_URL="", **settings))
     crawler.engine = SimpleNamespace(_slot=SimpleNamespace(closing=None))  # what the gate reads of Scrapy's engine
     return crawler
 
@@ -77,6 +77,33 @@ def test_a_request_held_for_a_pause_is_not_sent_when_the_job_ends_meanwhile() ->
 
     asyncio.run(scenario())
     assert paused.sent == []
+
+
+def test_a_request_waiting_for_its_departure_time_waits_out_a_block_that_came_meanwhile() -> None:
+    # It had its slot when a 429 of another request of its domain was read: it leaves only once
+    # the block is over, not at the time its slot gave it.
+    crawler = _crawler_running(CRAWLER_DEFAULT_DELAY="0.2")
+    gate = DepartureGate(crawler)
+    limiter = gate.limiter
+    limiter.sent("example.com")  # the domain's previous request: the next may leave 0.2 s later
+    request = Request("http://example.com/", meta={DOMAIN: "example.com"})
+    left: list[float] = []
+
+    async def send(request: Request) -> Response:
+        left.append(limiter.clock())
+        return Response(request.url, request=request)
+
+    async def scenario() -> float:
+        leaving = asyncio.ensure_future(gate.download(request, send))
+        await asyncio.sleep(0.05)
+        limiter.blocked("example.com", retry_after=0.5)
+        blocked_until = limiter.state("example.com").blocked_until
+        await asyncio.wait_for(leaving, 5)
+        return blocked_until
+
+    blocked_until = asyncio.run(scenario())
+    assert len(left) == 1 and left[0] >= blocked_until
+    assert crawler.stats.get_value("limiter/held_for_block_count") == 1
 
 
 def _not_sent_outputs(meta: dict[str, object], **settings: str) -> list[object]:

@@ -579,8 +579,12 @@ class _LateLink(RedisLink):
         self.held.append(op)
 
     def answer_all(self) -> None:
-        held, self.held = self.held, []
-        for op in held:
+        self.answer(len(self.held))
+
+    def answer(self, count: int) -> None:
+        """The first ``count`` operations held, in order."""
+        answered, self.held = self.held[:count], self.held[count:]
+        for op in answered:
             super().submit(op)  # not started: answered at once
 
 
@@ -592,6 +596,26 @@ def _late_limiter(
     link = _LateLink(client)
     policy = Policy(PolicyConfig(default_delay=1.0, base_concurrency=concurrency, handout_lead=0.0))
     return RedisDomainLimiter(policy, store, link), store, link
+
+
+def test_an_answer_of_redis_sent_before_a_block_does_not_lift_it_from_the_process_s_copy(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    # Seen in a crawl: a success's transaction came back after a 429 had blocked the domain
+    # here, and its state, which knew no block, let a request leave until the block's came back.
+    limiter, _, link = _late_limiter(redis_client, crawl_name, clock)
+    limiter.success("a")
+    limiter.sent("a")
+    limiter.blocked("a", retry_after=7)
+    departure = limiter.departure_at("a")
+    assert departure >= clock.now + 7
+    link.answer(1)  # the success's: Redis has seen neither the departure nor the block yet
+    assert limiter.departure_at("a") == departure
+    link.answer(1)  # the departure's
+    assert limiter.departure_at("a") == departure
+    link.answer_all()  # the block's: the copy is Redis's again, and it knows all three
+    assert limiter.state("a").blocked_until == pytest.approx(clock.now + 7)
+    assert limiter.departure_at("a") >= clock.now + 7
 
 
 def test_a_slot_granted_and_not_taken_in_time_is_given_back_rather_than_used_late(

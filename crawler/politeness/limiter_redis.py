@@ -12,7 +12,8 @@ process stops every process at its next pop.
 
 Nothing here waits for Redis: every call is queued on the crawl's link (``RedisLink``) and
 answered from this process's copy of each domain's state (``states``), which every transaction
-brings up to date, and which the shared frontier reads before the first request of a domain
+brings up to date (but an answer sent before a later change of the copy, which it would undo),
+and which the shared frontier reads before the first request of a domain
 leaves from this process (``load_unread``): of a domain another process started, the copy would
 otherwise be the default state, without the delay robots.txt set there, and the request would be
 held and recorded by a delay that did not space it. A slot for a request this process keeps
@@ -95,6 +96,12 @@ class RedisDomainLimiter(DomainLimiter):
         self._read: set[str] = set()
         """Domains whose shared state this process has read (an answer of Redis): until then its
         copy of a domain is the default state, which knows no robots.txt delay."""
+        self._changes = 0
+        """How many changes this process has made to its copies and sent on to Redis."""
+        self._latest_change: dict[str, int] = {}
+        """Domains with a change of this process's on its way to Redis: the number of the latest.
+        An answer sent before it does not know it, and would undo it in the copy (a block
+        undone while a success's transaction comes back lets a request leave meanwhile)."""
 
     def _op(self, operation: str, *args: Any, done: Callable[[Any], None] | None = None) -> None:
         store = self.store
@@ -104,9 +111,10 @@ class RedisDomainLimiter(DomainLimiter):
     def refresh(self, domain: str, done: Callable[[], None] | None = None) -> None:
         """Bring this process's copy of the domain's state up to date (soon), then call ``done``."""
         key = self.store.domain_key(domain)
+        knows = self._changes
 
         def keep(fields: Any) -> None:
-            self._keep(domain, fields and _decode(fields))
+            self._keep(domain, fields and _decode(fields), knows)
             if done is not None:
                 done()
 
@@ -124,8 +132,25 @@ class RedisDomainLimiter(DomainLimiter):
             self.refresh(domain)
         self.refresh(unread[-1], done)  # the link answers in order: this answer comes last
 
-    def _keep(self, domain: str, state: DomainState | None) -> None:
-        if state is not None:
+    def _changed(self, domain: str) -> int:
+        """Number a change of the domain's copy that is sent on to Redis."""
+        self._changes += 1
+        self._latest_change[domain] = self._changes
+        return self._changes
+
+    def _answered(self, domain: str, knows: int) -> bool:
+        """An answer of Redis came that knows this process's changes up to number ``knows``:
+        whether it knows every change made to the domain's copy (none is on its way then)."""
+        latest = self._latest_change.get(domain)
+        if latest is None:
+            return True
+        if latest > knows:
+            return False
+        del self._latest_change[domain]
+        return True
+
+    def _keep(self, domain: str, state: DomainState | None, knows: int) -> None:
+        if self._answered(domain, knows) and state is not None:
             state.inflight = self.state(domain).inflight  # this process's own, not shared
             self.states[domain] = state
             self._read.add(domain)
@@ -139,8 +164,12 @@ class RedisDomainLimiter(DomainLimiter):
         """Apply ``change`` to this process's copy now (the answer), and to the shared state
         in Redis by a transaction at the server's time."""
         result = change(self.state(domain), self.clock())
+        knows = self._changed(domain)
         self.link.submit(
-            Op(run=lambda client: self._transaction(client, domain, change), done=lambda s: self._keep(domain, s))
+            Op(
+                run=lambda client: self._transaction(client, domain, change),
+                done=lambda state: self._keep(domain, state, knows),
+            )
         )
         return result
 
@@ -230,6 +259,7 @@ class RedisDomainLimiter(DomainLimiter):
         delay = super().sent(domain)
         timer, store = self._timer, self.store
         left = timer()
+        knows = self._changed(domain)
 
         def send(pipe: Any) -> Any:
             # Stamped with the server's time when it runs, less the time this process knows
@@ -237,8 +267,12 @@ class RedisDomainLimiter(DomainLimiter):
             # earlier than the departure, and not later by the way to Redis either.
             return store.call("sent", domain, repr(timer() - left), client=pipe)
 
-        # The domain's slot was held until now: its next request may be popped once the delay passes.
-        self.link.submit(Op(send=send, done=lambda _: self.may_be_ready(domain)))
+        def done(_: Any) -> None:
+            self._answered(domain, knows)  # the copy made the same change
+            # The domain's slot was held until now: its next request may be popped once the delay passes.
+            self.may_be_ready(domain)
+
+        self.link.submit(Op(send=send, done=done))
         return delay
 
     def unreserve(self, domain: str, reservation: Any) -> None:
