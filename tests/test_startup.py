@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -39,3 +40,31 @@ def test_a_crawl_imports_only_what_it_uses(web: TestWeb, database: Database) -> 
     assert "crawler" in packages and "selectolax" in packages  # the log is read
     assert {name: why for name, why in NEVER_IMPORTED.items() if name in packages} == {}
     assert ("psycopg" in packages) == (database.backend == "postgresql")
+
+
+def test_scrapy_s_tls_aliases_are_made_with_the_frames_alone_and_name_their_modules() -> None:
+    # In a process of its own, where nothing imported them before the project's package: each
+    # alias looks up its module once, with no full reading of the stack (which looks up a module
+    # for every frame), and Python's own reading is back afterwards.
+    script = """
+import inspect
+readings = []
+finding = inspect.getmodule
+def recording(*args, **kwargs):
+    readings.append(inspect.stack.__module__)  # the reading in place when a module is looked up
+    return finding(*args, **kwargs)
+inspect.getmodule = recording
+import crawler
+inspect.getmodule = finding
+from scrapy.core.downloader import contextfactory, tls
+print(readings, inspect.stack.__module__ == "inspect" and inspect.stack.__name__ == "stack")
+print(tls.ScrapyClientTLSOptions.__module__, contextfactory.ScrapyClientContextFactory.__module__)
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, env=crawl_environment()
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == [
+        "['crawler', 'crawler', 'crawler'] True",
+        "scrapy.core.downloader.tls scrapy.core.downloader.contextfactory",
+    ]
