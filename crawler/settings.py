@@ -185,7 +185,7 @@ EXTENSIONS = {
     "crawler.extensions.cold_domains.ColdDomains": 530,
 }
 CRAWLER_GC_FREEZE = True
-# Parsing and extraction of documents in worker threads, within a time and a depth budget.
+# Parsing and extraction of documents in worker threads, within a CPU time and a depth budget.
 CRAWLER_EXTRACT_THREADS = 1
 CRAWLER_EXTRACT_TIMEOUT = 60.0
 # A page is read on the reactor first, for at most this long, then in a thread (0: pages of

@@ -230,6 +230,32 @@ def test_a_document_over_the_time_budget_is_given_up_and_the_loop_keeps_turning(
         workers.close()
 
 
+def test_the_time_budget_is_the_thread_s_cpu_time_not_the_time_on_the_wall() -> None:
+    # A thread that does not get the core (a machine busy with other work) has not spent it:
+    # a page read meanwhile is not late. One that spends it is given up at the budget.
+    workers = DocumentWorkers(threads=1, timeout=0.2, max_depth=0)
+
+    def waiting() -> str:
+        time.sleep(0.5)
+        return "read"
+
+    def spinning() -> str:
+        started = time.thread_time()
+        while time.thread_time() - started < 0.6:
+            pass
+        return "read"
+
+    async def both() -> None:
+        assert await workers.run(waiting) == "read"
+        with pytest.raises(BudgetExceeded, match="not handled within 0.2 s"):
+            await workers.run(spinning)
+
+    try:
+        asyncio.run(both())
+    finally:
+        workers.close()
+
+
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_a_document_nested_too_deep_or_too_wide_is_refused_before_it_is_parsed(
     implementation: str, monkeypatch: pytest.MonkeyPatch

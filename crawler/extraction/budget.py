@@ -4,8 +4,8 @@ While a page is parsed on the reactor, no request leaves, no response is read an
 renewed, and a page built to be slow would stall the crawl. Documents up to ``INLINE_BYTES`` are
 handled on the reactor: a few milliseconds of work, where handing them to a thread and back
 costs two thread switches. Where ``scripts/compile.sh`` built the walk over a document
-(``_walk.c``), which parses it a chunk at a time and looks at the time between chunks, one that
-takes longer than ``CRAWLER_EXTRACT_INLINE_SECONDS`` there (or has more than
+(``_walk.c``), which parses it a chunk at a time and looks at its thread's CPU time between
+chunks, one that takes more than ``CRAWLER_EXTRACT_INLINE_SECONDS`` of it there (or has more than
 ``INLINE_ATTRIBUTES`` attributes on one element, or ``INLINE_ANCHORS`` links, whose cost comes
 all at once) is handed to a document thread and handled again there, as larger documents are at
 once. lexbor (selectolax) and libxml2 (lxml) release the GIL while they parse.
@@ -21,7 +21,7 @@ chunks the depth's expression reads). Either reads every ``<`` and a letter as a
 comment or a script too, where HTML's tokenizer reads none: a page built to hide its tags from
 them (an unclosed quote in a comment swallows what follows) passes. The chunks' clock still
 bounds what grows with the depth; an element's attributes, read at once, it does not. A document not
-handled within ``CRAWLER_EXTRACT_TIMEOUT`` seconds of its thread's start is given up: its row
+handled within ``CRAWLER_EXTRACT_TIMEOUT`` seconds of its thread's CPU time is given up: its row
 says so and the crawl goes on. The compiled walk stops there itself, freeing the thread; the
 Python walk finishes its parse in the background, off the reactor.
 """
@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -112,9 +114,16 @@ class _NestingSteps(dict[bytes, int]):
 _STEPS = _NestingSteps()
 
 
-def _set(future: asyncio.Future[None]) -> None:
+def _set(future: asyncio.Future[T], value: T) -> None:
     if not future.done():
-        future.set_result(None)
+        future.set_result(value)
+
+
+def _cpu_seconds_from_now() -> Callable[[], float]:
+    """The CPU seconds the calling thread spends from now on, readable from any thread."""
+    clock = time.pthread_getcpuclockid(threading.get_ident())
+    start = time.clock_gettime(clock)
+    return lambda: time.clock_gettime(clock) - start
 
 
 def document_shape(html: bytes) -> tuple[int, int]:
@@ -210,14 +219,15 @@ class DocumentWorkers:
         return await self.run(lambda: work(Budget(self.timeout, may_hand_over=False)))
 
     async def run(self, work: Callable[[], T]) -> T:
-        """``work()`` in a worker thread; BudgetExceeded when that runs longer than the timeout
-        (counted from its start in the thread, not while it waits for one), or when ``work``
-        raises ``TimeoutError``."""
+        """``work()`` in a worker thread; BudgetExceeded when that takes more than the timeout
+        of the thread's CPU time (from its start in the thread, not while it waits for one, and
+        not the time other work on the machine takes the core from it), or when ``work`` raises
+        ``TimeoutError``."""
         loop = asyncio.get_running_loop()
-        started: asyncio.Future[None] = loop.create_future()
+        started: asyncio.Future[Callable[[], float]] = loop.create_future()
 
         def timed() -> T:
-            loop.call_soon_threadsafe(_set, started)
+            loop.call_soon_threadsafe(_set, started, _cpu_seconds_from_now())
             try:
                 return work()
             except TimeoutError:  # a walk that gave up at the timeout, freeing the thread
@@ -225,10 +235,13 @@ class DocumentWorkers:
 
         finished = loop.run_in_executor(self._threads, timed)
         await asyncio.wait([started, finished], return_when=asyncio.FIRST_COMPLETED)
-        try:
-            return await asyncio.wait_for(finished, self.timeout or None)
-        except TimeoutError:
-            raise BudgetExceeded(f"not handled within {self.timeout:g} s") from None
+        if self.timeout and started.done():  # not when the threads were shut down meanwhile
+            spent = started.result()
+            while (left := self.timeout - spent()) > 0 and not finished.done():
+                await asyncio.wait([finished], timeout=left)
+            if not finished.done():
+                raise BudgetExceeded(f"not handled within {self.timeout:g} s")
+        return await finished
 
     def check_shape(self, html: bytes, budget: Budget | None = None) -> tuple[int, int]:
         """Refuse ``html`` nested deeper than the limit or with an element of more attributes
