@@ -237,7 +237,7 @@ class DocumentWorkers:
         await asyncio.wait([started, finished], return_when=asyncio.FIRST_COMPLETED)
         if self.timeout and started.done():  # not when the threads were shut down meanwhile
             spent = started.result()
-            while (left := self.timeout - spent()) > 0 and not finished.done():
+            while not finished.done() and (left := self.timeout - spent()) > 0:  # its clock ends with it
                 await asyncio.wait([finished], timeout=left)
             if not finished.done():
                 raise BudgetExceeded(f"not handled within {self.timeout:g} s")
