@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from scrapy.commands import ScrapyCommand
 
 from crawler.storage import StorageUnavailable, open_backend
-from crawler.storage.retention import RetentionPolicy, prune
 
 
 class Command(ScrapyCommand):
@@ -37,6 +36,9 @@ class Command(ScrapyCommand):
         print(f"pruned {target} in {time.monotonic() - started:.1f} s")
 
     async def _prune(self) -> tuple[dict[str, int], str]:
+        # Imported here: Scrapy imports every command of the project, and a crawl prunes nothing.
+        from crawler.storage.retention import RetentionPolicy, prune
+
         backend = open_backend(self.settings.get("DATABASE_URL"))
         await backend.open()
         try:

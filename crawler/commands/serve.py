@@ -8,11 +8,14 @@ import argparse
 import logging
 import ssl
 import sys
+from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.api.serve_config import ServeConfig, is_loopback
+if TYPE_CHECKING:
+    from crawler.api.serve_config import ServeConfig
+
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +37,10 @@ class Command(ScrapyCommand):
         parser.add_argument("--keyfile", help="the certificate's PEM private key")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        # Imported here: Scrapy imports every command of the project, and a crawl needs neither
+        # the API's settings nor (below) its web server.
+        from crawler.api.serve_config import ServeConfig, is_loopback
+
         try:
             config = ServeConfig.from_settings(self.settings, opts.bind, opts.certfile, opts.keyfile)
             tls = _tls(config)
@@ -46,7 +53,6 @@ class Command(ScrapyCommand):
                 "anyone who can reach it may try passwords"
                 + ("" if tls else ", and logins and sessions cross the network in clear (--certfile, --keyfile)"),
             )
-        # Imported here: Scrapy imports every command of the project, and a crawl needs no web server.
         from aiohttp import web
 
         from crawler.api.app import build_app
