@@ -105,7 +105,7 @@ typedef struct {
 
 typedef struct {
     void *document;
-    double deadline; /* on CLOCK_MONOTONIC; 0: none */
+    double deadline; /* on the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID); 0: none */
     int has_head, has_title, has_base, failed, overtime, squashed;
     Buffer title, text;
     Value base;
@@ -409,7 +409,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
     else if (found.overtime) {
         char message[64];
-        snprintf(message, sizeof message, "not read within %g s", seconds);
+        snprintf(message, sizeof message, "not read within %g s of CPU", seconds);
         PyErr_SetString(PyExc_TimeoutError, message);
     }
     else if (status != 0)

@@ -114,14 +114,33 @@ class _NestingSteps(dict[bytes, int]):
 _STEPS = _NestingSteps()
 
 
+WALL_TIMES_TIMEOUT = 10
+"""A document whose thread has not spent its timeout of CPU in this many times the timeout on
+the wall is given up all the same: a thread that gets no core for so long (blocked, the machine
+swapping) would hold its page, and the thread, for ever."""
+
+SHORTEST_WAIT = 0.01
+"""The shortest wait before the thread's clock is read again: a thread that has nearly spent
+its budget does not wake the reactor over and over for the last of it."""
+
+
 def _set(future: asyncio.Future[T], value: T) -> None:
     if not future.done():
         future.set_result(value)
 
 
+_thread_clock: Callable[[int], int] | None = getattr(time, "pthread_getcpuclockid", None)
+"""The clock of a thread's CPU time, where the platform has one for any thread to read (not macOS)."""
+
+
 def _cpu_seconds_from_now() -> Callable[[], float]:
-    """The CPU seconds the calling thread spends from now on, readable from any thread."""
-    clock = time.pthread_getcpuclockid(threading.get_ident())
+    """The CPU seconds the calling thread spends from now on, readable from any thread (where
+    no thread's clock can be read from another, the seconds on the wall). Reading it once the
+    thread has ended raises ``OSError``."""
+    if _thread_clock is None:
+        start = time.monotonic()
+        return lambda: time.monotonic() - start
+    clock = _thread_clock(threading.get_ident())
     start = time.clock_gettime(clock)
     return lambda: time.clock_gettime(clock) - start
 
@@ -231,17 +250,38 @@ class DocumentWorkers:
             try:
                 return work()
             except TimeoutError:  # a walk that gave up at the timeout, freeing the thread
-                raise BudgetExceeded(f"not handled within {self.timeout:g} s") from None
+                raise BudgetExceeded(f"not handled within {self.timeout:g} s of CPU") from None
 
         finished = loop.run_in_executor(self._threads, timed)
-        await asyncio.wait([started, finished], return_when=asyncio.FIRST_COMPLETED)
-        if self.timeout and started.done():  # not when the threads were shut down meanwhile
-            spent = started.result()
-            while not finished.done() and (left := self.timeout - spent()) > 0:  # its clock ends with it
-                await asyncio.wait([finished], timeout=left)
-            if not finished.done():
-                raise BudgetExceeded(f"not handled within {self.timeout:g} s")
-        return await finished
+        try:
+            await asyncio.wait([started, finished], return_when=asyncio.FIRST_COMPLETED)
+            if self.timeout and started.done():  # not when the threads were shut down meanwhile
+                await self._within_budget(finished, started.result())
+            return await finished
+        finally:
+            # Given up (or this wait cancelled): what the thread ends with is nobody's, and is
+            # not logged as an exception never retrieved.
+            finished.cancel()
+
+    async def _within_budget(self, finished: asyncio.Future[T], spent: Callable[[], float]) -> None:
+        """Wait until ``finished`` or until its thread has spent the timeout of CPU
+        (BudgetExceeded); or ``WALL_TIMES_TIMEOUT`` times the timeout on the wall, for a thread
+        that does not get to spend it."""
+        loop = asyncio.get_running_loop()
+        wall_end = loop.time() + WALL_TIMES_TIMEOUT * self.timeout
+        while not finished.done():
+            try:
+                left = self.timeout - spent()
+            except OSError:  # the thread has ended, its clock with it: its answer is on its way
+                return
+            if left <= 0:
+                raise BudgetExceeded(f"not handled within {self.timeout:g} s of CPU")
+            if (wall_left := wall_end - loop.time()) <= 0:
+                raise BudgetExceeded(
+                    f"not handled within {WALL_TIMES_TIMEOUT * self.timeout:g} s on the wall "
+                    f"({self.timeout:g} s of CPU not spent: the thread did not get a core)"
+                )
+            await asyncio.wait([finished], timeout=max(min(left, wall_left), SHORTEST_WAIT))
 
     def check_shape(self, html: bytes, budget: Budget | None = None) -> tuple[int, int]:
         """Refuse ``html`` nested deeper than the limit or with an element of more attributes
