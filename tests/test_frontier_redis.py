@@ -618,6 +618,22 @@ def test_an_answer_of_redis_sent_before_a_block_does_not_lift_it_from_the_proces
     assert limiter.departure_at("a") >= clock.now + 7
 
 
+def test_an_answer_older_than_the_process_s_latest_change_still_brings_another_s_block(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    # A domain this process keeps changing gets answers that each know all but its latest
+    # change: another process's block must reach its copy all the same.
+    limiter, _, link = _late_limiter(redis_client, crawl_name, clock)
+    other, _, other_link = _late_limiter(redis_client, crawl_name, clock)
+    limiter.set_robots_delay("a", 2.0)
+    other.blocked("a", retry_after=30)
+    other_link.answer_all()  # in Redis now
+    limiter.sent("a")  # the latest change: no answer held knows it
+    link.answer(1)  # the robots.txt delay's, run now on a state that has the other's block
+    assert limiter.state("a").blocked_until == pytest.approx(clock.now + 30)
+    assert limiter.departure_at("a") >= clock.now + 30
+
+
 def test_a_slot_granted_and_not_taken_in_time_is_given_back_rather_than_used_late(
     redis_client: redis.Redis, crawl_name: str, clock: FakeClock
 ) -> None:

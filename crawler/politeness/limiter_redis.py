@@ -150,10 +150,15 @@ class RedisDomainLimiter(DomainLimiter):
         return True
 
     def _keep(self, domain: str, state: DomainState | None, knows: int) -> None:
-        if self._answered(domain, knows) and state is not None:
+        answered = self._answered(domain, knows)
+        if state is None:
+            return
+        if answered:
             state.inflight = self.state(domain).inflight  # this process's own, not shared
             self.states[domain] = state
             self._read.add(domain)
+        else:
+            _keep_stricter(self.state(domain), state)
 
     def evict_idle(self, now: float, idle_seconds: float, keep: Container[str] = ()) -> list[str]:
         evicted = super().evict_idle(now, idle_seconds, keep)
@@ -343,3 +348,11 @@ def _decode(fields: list[Any]) -> DomainState:
         if value is not None:
             setattr(state, attribute, float(value))
     return state
+
+
+def _keep_stricter(copy: DomainState, answer: DomainState) -> None:
+    """What an answer older than this process's latest change of the domain still tells its copy:
+    a block, or a slot taken, by another process meanwhile. A domain this process keeps changing
+    (each request that leaves is a change) would otherwise not hear of them."""
+    copy.blocked_until = max(copy.blocked_until, answer.blocked_until)
+    copy.next_start = max(copy.next_start, answer.next_start)
