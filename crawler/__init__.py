@@ -15,6 +15,7 @@ def _frames_read_alone() -> Iterator[None]:
     the import machinery a scan of every loaded module) cost 0.09 to 0.16 s of CPU at every start,
     and the scan of every loaded module's file behind the one look-up 20 to 30 ms
     (docs/design-notes.md)."""
+    # For the whole process while it lasts: at a start nothing else runs meanwhile.
     reading, finding = inspect.stack, inspect.getmodule
 
     def stack(context: int = 1) -> list[inspect.FrameInfo]:

@@ -95,7 +95,7 @@ def test_a_request_waiting_for_its_departure_time_waits_out_a_block_that_came_me
 
     async def scenario() -> float:
         leaving = asyncio.ensure_future(gate.download(request, send))
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # one turn: the request waits for its departure time now
         limiter.blocked("example.com", retry_after=0.5)
         blocked_until = limiter.state("example.com").blocked_until
         await asyncio.wait_for(leaving, 5)
