@@ -45,7 +45,10 @@ def test_a_slow_domain_does_not_slow_another(web: TestWeb, database: Database, f
     crawl("links", database, url=f"{web.url('delayed')},{web.url('fast')}", settings=frontier)
     fast, delayed = _starts(web, "fast"), _starts(web, "delayed")
     assert len(fast) == 42 and len(delayed) == 14
-    assert fast[-1] - fast[0] < 1.5  # 40 pages while the delayed host has done a handful
+    # 40 pages while the delayed host has done a handful: held behind its delay, the fast host
+    # would finish with it. Counted against the delayed host's own progress, not the wall's
+    # seconds, which a machine busy with other work stretches.
+    assert sum(1 for start in delayed if start < fast[-1]) <= len(delayed) // 2, (fast[-1] - fast[0], delayed)
     assert delayed[-1] - delayed[0] >= 12 * 0.3 - TOLERANCE
 
 
