@@ -250,7 +250,7 @@ class DocumentWorkers:
             try:
                 return work()
             except TimeoutError:  # a walk that gave up at the timeout, freeing the thread
-                raise BudgetExceeded(f"not handled within {self.timeout:g} s of CPU") from None
+                raise self._spent() from None
 
         finished = loop.run_in_executor(self._threads, timed)
         try:
@@ -262,6 +262,10 @@ class DocumentWorkers:
             # Given up (or this wait cancelled): what the thread ends with is nobody's, and is
             # not logged as an exception never retrieved.
             finished.cancel()
+
+    def _spent(self) -> BudgetExceeded:
+        """The error of a document whose thread spent the timeout of CPU on it."""
+        return BudgetExceeded(f"not handled within {self.timeout:g} s of CPU")
 
     async def _within_budget(self, finished: asyncio.Future[T], spent: Callable[[], float]) -> None:
         """Wait until ``finished`` or until its thread has spent the timeout of CPU
@@ -275,7 +279,7 @@ class DocumentWorkers:
             except OSError:  # the thread has ended, its clock with it: its answer is on its way
                 return
             if left <= 0:
-                raise BudgetExceeded(f"not handled within {self.timeout:g} s of CPU")
+                raise self._spent()
             if (wall_left := wall_end - loop.time()) <= 0:
                 raise BudgetExceeded(
                     f"not handled within {WALL_TIMES_TIMEOUT * self.timeout:g} s on the wall "
