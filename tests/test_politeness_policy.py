@@ -164,15 +164,35 @@ def test_zero_delay_grows_by_the_minimum_step() -> None:
     assert state.learned_delay == 0.05
 
 
-def test_success_clears_the_block_and_the_streak_at_once() -> None:
+def test_success_of_a_request_sent_after_the_block_clears_it_and_the_streak_at_once() -> None:
     policy = _policy()
     state = DomainState()
     policy.on_blocked(state, 0)
-    policy.on_blocked(state, 0)
-    assert state.blocking_streak == 2 and state.blocked_until == 1
-    policy.on_success(state, 0.5)
+    policy.on_blocked(state, 0.1)
+    assert state.blocking_streak == 2 and state.blocked_until == 1.1
+    policy.on_success(state, 0.5, sent_at=0.1)  # it left as the last 429 was read
     assert state.blocked_until == 0 and state.blocking_streak == 0
     assert policy.on_blocked(state, 1).block == 1  # the backoff starts again at the beginning
+
+
+def test_success_of_a_request_on_its_way_when_the_block_came_leaves_the_block() -> None:
+    policy = _policy()
+    state = DomainState()
+    policy.on_blocked(state, 10.0, retry_after=5)
+    policy.on_success(state, 10.2, sent_at=9.9)  # written before the 429 was read, answered after
+    assert state.blocked_until == 15.0 and state.blocking_streak == 1
+    policy.on_blocked(state, 11)  # the streak went on: its backoff grows, the longer block stands
+    assert state.blocking_streak == 2 and state.blocked_until == 15.0
+
+
+def test_success_of_a_request_whose_departure_is_unknown_clears_a_block_only_once_it_is_over() -> None:
+    policy = _policy()
+    state = DomainState()
+    policy.on_blocked(state, 10.0, retry_after=5)
+    policy.on_success(state, 14.9)
+    assert state.blocked_until == 15.0 and state.blocking_streak == 1
+    policy.on_success(state, 15.0)
+    assert state.blocked_until == 0 and state.blocking_streak == 0
 
 
 # --- probing down --------------------------------------------------------------------------------

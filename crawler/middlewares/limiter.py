@@ -28,7 +28,7 @@ from crawler.http.failures import is_final
 from crawler.http.headers import retry_after
 from crawler.politeness.limiter_local import DomainLimiter
 from crawler.politeness.policy import Change, Outcome
-from crawler.politeness.slots import DELAY_IN_FORCE, DOMAIN, HOLDER, RESERVATION
+from crawler.politeness.slots import DELAY_IN_FORCE, DOMAIN, HOLDER, RESERVATION, SENT_AT
 from crawler.robots.service import CACHED_RESPONSE_FLAG
 from crawler.services import CrawlServices
 from crawler.signals import domain_blocked
@@ -99,7 +99,7 @@ class LimiterMiddleware:
             self._changed(domain, outcome, f"HTTP {response.status}")
             self.crawler.signals.send_catch_log(domain_blocked, domain=domain, outcome=outcome)
         elif not failed:  # an answer, even a 404, is a success for pacing
-            outcome = self.limiter.success(domain, request.meta.get("download_latency"))
+            outcome = self.limiter.success(domain, request.meta.get("download_latency"), request.meta.get(SENT_AT))
             if outcome.pacing_changed:
                 self._changed(domain, outcome, "success")
         # The slot is given back last: in a shared crawl, the block reaches Redis before the

@@ -101,8 +101,8 @@ class DomainLimiter:
         self.policy.finish(self.state(domain))
         self.may_be_ready(domain)
 
-    def success(self, domain: str, latency: float | None = None) -> Outcome:
-        outcome = self.policy.on_success(self.state(domain), self.clock(), latency)
+    def success(self, domain: str, latency: float | None = None, sent_at: float | None = None) -> Outcome:
+        outcome = self.policy.on_success(self.state(domain), self.clock(), latency, sent_at)
         self.may_be_ready(domain)  # a block cleared
         return outcome
 

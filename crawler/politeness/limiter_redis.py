@@ -291,8 +291,8 @@ class RedisDomainLimiter(DomainLimiter):
         self.may_be_ready(domain)
 
     # --- outcomes ----------------------------------------------------------------------------
-    def success(self, domain: str, latency: float | None = None) -> Outcome:
-        outcome = self._apply(domain, lambda s, now: self.policy.on_success(s, now, latency))
+    def success(self, domain: str, latency: float | None = None, sent_at: float | None = None) -> Outcome:
+        outcome = self._apply(domain, lambda s, now: self.policy.on_success(s, now, latency, sent_at))
         self.may_be_ready(domain)
         return outcome
 
@@ -355,4 +355,5 @@ def _keep_stricter(copy: DomainState, answer: DomainState) -> None:
     a block, or a slot taken, by another process meanwhile. A domain this process keeps changing
     (each request that leaves is a change) would otherwise not hear of them."""
     copy.blocked_until = max(copy.blocked_until, answer.blocked_until)
+    copy.blocked_at = max(copy.blocked_at, answer.blocked_at)
     copy.next_start = max(copy.next_start, answer.next_start)

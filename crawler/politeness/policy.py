@@ -62,6 +62,9 @@ class DomainState:
     learned_delay: float = 0.0
     floor: float = 0.0
     blocked_until: float = 0.0
+    blocked_at: float = 0.0
+    """When the last blocking answer was read: only a request that left after it can say the
+    block is over."""
     blocking_streak: int = 0
     """Consecutive blocking answers (429, and 403/503 as blocking signals)."""
     success_streak: int = 0
@@ -236,10 +239,18 @@ class Policy:
             state.next_start = max(state.next_start, after_rules)
 
     # --- outcomes --------------------------------------------------------------------------
-    def on_success(self, state: DomainState, now: float, latency: float | None = None) -> Outcome:
+    def on_success(
+        self, state: DomainState, now: float, latency: float | None = None, sent_at: float | None = None
+    ) -> Outcome:
+        """An answer. It clears the block and its streak if its request left (``sent_at``) after
+        the last blocking answer was read: a request already on its way then, answered after,
+        says nothing of the site since, and Retry-After still holds. Of a request whose
+        departure is unknown, only once the block is over."""
         before = self._snapshot(state)
-        state.blocked_until = 0.0
-        state.blocking_streak = 0
+        after_block = state.blocked_at <= sent_at if sent_at is not None else state.blocked_until <= now
+        if after_block:
+            state.blocked_until = 0.0
+            state.blocking_streak = 0
         state.failure_streak = 0
         if state.circuit_open_until is not None:
             state.probe_successes += 1
@@ -282,6 +293,7 @@ class Policy:
         wait = retry_after if retry_after is not None else float(fibonacci(state.blocking_streak))
         block = min(max(wait, 0.0), self.config.block_cap)
         state.blocked_until = max(state.blocked_until, now + block)
+        state.blocked_at = now
         return self._outcome(state, before, change, block)
 
     def on_failure(self, state: DomainState, now: float) -> bool:
