@@ -112,6 +112,13 @@ def intercept_reconnect(connection: Any, wrap: Callable[[Any], Any]) -> Any:
     return getattr(connection, "_clientProtocol", connection)
 
 
+def tls_handshake_pending(protocol: Any) -> bool:
+    """Whether ``protocol`` runs over Twisted's TLS protocol, whose handshake is not done yet
+    (``_handshakeDone``); it then tells the protocol when it is (``IHandshakeListener``)."""
+    transport = protocol.transport
+    return getattr(transport, "wrappedProtocol", None) is protocol and not getattr(transport, "_handshakeDone", True)
+
+
 def holds_unsent_bytes(transport: Any) -> bool:
     """Whether bytes written to ``transport`` may still sit in its buffers or in those of the
     transports below it: TLS application data waiting for the handshake (``_handshakeDone``,

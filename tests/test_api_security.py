@@ -7,9 +7,7 @@ what anonymous callers are told, and TLS."""
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 import re
-import ssl
 import subprocess
 import sys
 import uuid
@@ -18,15 +16,12 @@ from pathlib import Path
 
 import pytest
 import redis
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from crawler.api.routes import ROUTES
 from crawler.redis.keys import delete_matching
 from tests.api_contract import FAST_HOST, THROTTLED_HOST, populate_as_a_crawl
 from tests.api_server import ApiClient, ServeProcess, add_user, create_users, migrate
+from tests.certificates import self_signed
 from tests.conftest import REDIS_URL, _fresh_database
 from tests.helpers import ROOT, Database, crawl_environment
 from tests.throwaway_redis import ThrowawayRedis
@@ -422,32 +417,8 @@ def test_every_call_that_needs_redis_answers_503_while_it_is_away(tmp_path: Path
 # --- TLS -------------------------------------------------------------------------------------
 
 
-def _self_signed(folder: Path) -> tuple[Path, Path, ssl.SSLContext]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = dt.datetime.now(dt.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .sign(key, hashes.SHA256())
-    )
-    certfile, keyfile = folder / "cert.pem", folder / "key.pem"
-    certfile.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    keyfile.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    trusting = ssl.create_default_context(cafile=str(certfile))
-    return certfile, keyfile, trusting
-
-
 def test_tls_serves_https_and_the_cookie_is_secure(tmp_path: Path) -> None:
-    certfile, keyfile, trusting = _self_signed(tmp_path)
+    certfile, keyfile, trusting = self_signed(tmp_path)
     with _fresh_database("sqlite", tmp_path) as database:
         migrate(database)
         create_users(database)

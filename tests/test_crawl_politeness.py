@@ -7,12 +7,14 @@ import json
 import time
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from crawler import settings as default_settings
 from tests.helpers import Database, crawl
 from tests.testweb import TestWeb
+from tests.testweb.far_site import PAGES, FarSite, Waits
 
 pytestmark = pytest.mark.integration
 
@@ -87,6 +89,44 @@ def test_429_blocks_the_domain_for_retry_after_and_nothing_is_lost(
         (web.url("limited").split("//")[1].rstrip("/"),),
     )
     assert delay > 0
+
+
+def _crawl_far_site(tmp_path: Path, retry_after: int, waits: Waits) -> tuple[FarSite, list[str], str]:
+    """A crawl of one process of ``FarSite`` (a shared frontier hands a domain's second page out
+    only once the first has left, a Redis round trip later: the two are not on their way at
+    once); the site, the paths read after its 429 was answered and within ``retry_after``, and
+    the crawl's log."""
+    database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
+    with FarSite(tmp_path, "127.0.0.69", retry_after, waits) as site:
+        result = crawl("links", database, url=site.url(), settings={"CRAWLER_MIN_DELAY": "0"})
+    (refusal,) = (entry for entry in site.log if entry.status == 429)
+    early = [
+        e.path for e in site.log if refusal.answered_at < e.read_at < refusal.answered_at + retry_after - TOLERANCE
+    ]
+    statuses = {url.removeprefix(site.url("")): row["status"] for url, row in database.pages().items()}
+    assert statuses == dict.fromkeys(("/", *PAGES), "fetched"), statuses
+    return site, early, result.stderr
+
+
+def test_a_request_whose_connection_was_not_ready_when_a_429_came_waits_out_the_block(tmp_path: Path) -> None:
+    # /a and /b at once: one goes on the kept-alive connection and is answered 429 while the
+    # other's new connection is still in its TLS handshake. When that connection is ready the
+    # domain is blocked: the request is held until Retry-After is out, not written into it.
+    site, early, log = _crawl_far_site(tmp_path, retry_after=2, waits=Waits(handshake=0.5))
+    assert early == [], site.log
+    assert [e.path for e in site.log].count("/b") + [e.path for e in site.log].count("/a") == 3, site.log
+    assert "'limiter/held_before_sending_count': 1" in log
+
+
+def test_an_answer_to_a_request_on_its_way_when_a_429_came_does_not_lift_the_block(tmp_path: Path) -> None:
+    # Both pages on their way; the 429 comes back first, the other page's 200 after it. That
+    # 200 says nothing of the site since the 429: the refused page is asked again only once
+    # Retry-After is out.
+    site, early, _ = _crawl_far_site(tmp_path, retry_after=2, waits=Waits(refusal=0.2, page=0.5))
+    (refusal,) = (entry for entry in site.log if entry.status == 429)
+    answered_after = [e for e in site.log if e.read_at < refusal.answered_at < e.answered_at]
+    assert [e.path for e in answered_after] == [p for p in PAGES if p != refusal.path], site.log
+    assert early == [], site.log
 
 
 def test_learned_delay_is_loaded_by_the_next_run(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:

@@ -5,7 +5,8 @@
   (``CRAWLER_HANDOUT_LEAD_SECONDS``: the frontier hands it out ahead of its slot), and until a
   block (a 429) ends: it may have been waiting in Scrapy's downloader or a middleware when the
   answer that blocked the domain arrived; and while an operator has the domain paused, which
-  may have come after its slot was taken;
+  may have come after its slot was taken; the HTTP/1.1 handler asks again (``may_leave``) once
+  a new connection can carry the request and hands it back (``HeldBeforeSending``) if not;
 - a shared request held past half its lease leaves only with a live slot (``held_slot.py``);
 - a connection the guarded resolver refused is reported as ``BlockedByPolicy`` with its reason,
   not as a failed lookup to retry.
@@ -23,6 +24,7 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.compat import engine_closing
+from crawler.download.departures import HeldBeforeSending
 from crawler.download.held_slot import HeldSlotCheck
 from crawler.exceptions import NotSent
 from crawler.guard.blocked import refuse
@@ -46,13 +48,32 @@ class DepartureGate:
     async def download(self, request: Request, send: Callable[[Request], Awaitable[Response]]) -> Response:
         """``send(request)`` once the request may leave, with the guard's refusals said as such."""
         domain = request.meta.get(DOMAIN)
-        if domain is not None:
+        while True:
+            if domain is not None:
+                try:
+                    await self._departure_time_came(domain, request.meta.get(LEAVE_AT, 0.0))
+                    await self.held_slot.keep_or_renew(domain, request)
+                except NotSent:
+                    self.crawler.signals.send_catch_log(signal=request_not_sent, request=request)
+                    raise
             try:
-                await self._departure_time_came(domain, request.meta.get(LEAVE_AT, 0.0))
-                await self.held_slot.keep_or_renew(domain, request)
-            except NotSent:
-                self.crawler.signals.send_catch_log(signal=request_not_sent, request=request)
-                raise
+                return await self._send(request, send)
+            except HeldBeforeSending:
+                self.crawler.stats.inc_value("limiter/held_before_sending_count")
+
+    def may_leave(self, request: Request) -> bool:
+        """Whether ``request``, past the gate, may still leave now: what the gate waited for
+        still holds (no pause, no block, no later departure time since)."""
+        domain = request.meta.get(DOMAIN)
+        if domain is None:
+            return True
+        limiter = self.limiter
+        return (
+            not limiter.state(domain).paused
+            and self._departure_at(domain, request.meta.get(LEAVE_AT, 0.0)) <= limiter.clock()
+        )
+
+    async def _send(self, request: Request, send: Callable[[Request], Awaitable[Response]]) -> Response:
         try:
             return await send(request)
         except CannotResolveHostError:

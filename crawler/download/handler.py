@@ -3,6 +3,8 @@
 - the response's header section bounded (``CRAWLER_MAX_HEADER_BYTES``, ``CRAWLER_MAX_HEADERS``);
 - each request held until its domain may be sent to, and the guard's refusals said as such
   (``crawler.download.gate``, as over HTTP/2);
+- each request written only if its domain may still be sent to once its connection can carry it
+  (a new connection takes round trips; ``crawler.download.departures``);
 - each request stamped when its bytes left (``crawler.download.departures``): the departure
   time (``request_sent_at``) and the delay in force (``delay_in_force``) go into its meta and
   the domain limiter is told (``sent``), so a domain's next request counts from then; with
@@ -24,9 +26,9 @@ from twisted.web.client import HTTPConnectionPool
 
 from crawler.compat import set_protocol_factory, use_connection_pool
 from crawler.download.departure_log import DepartureLog
-from crawler.download.departures import SentReportingPool
+from crawler.download.departures import ReadyTellingFactory, SentReportingPool
 from crawler.download.gate import DepartureGate
-from crawler.http.header_limits import BoundedHTTP11ClientFactory, HeaderLimits
+from crawler.http.header_limits import HeaderLimits
 from crawler.politeness.slots import DELAY_IN_FORCE, DOMAIN, SENT_AT
 
 logger = logging.getLogger(__name__)
@@ -42,9 +44,9 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
         self._departure_log = DepartureLog.from_crawler(crawler)
         settings = crawler.settings
         limits = HeaderLimits(settings.getint("CRAWLER_MAX_HEADER_BYTES"), settings.getint("CRAWLER_MAX_HEADERS"))
-        self._sending = SentReportingPool(reactor, self._sent)
+        self._sending = SentReportingPool(reactor, self._sent, self.gate.may_leave)
         self._sending.max_idle = settings.getint("CRAWLER_MAX_IDLE_CONNECTIONS")
-        set_protocol_factory(self._sending, partial(BoundedHTTP11ClientFactory, limits=limits))
+        set_protocol_factory(self._sending, partial(ReadyTellingFactory, limits=limits))
 
         def reporting(stock: HTTPConnectionPool) -> SentReportingPool:
             self._sending.maxPersistentPerHost = stock.maxPersistentPerHost

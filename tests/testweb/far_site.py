@@ -1,0 +1,109 @@
+"""An HTTPS site far away as the crawler sees it: every new connection's TLS handshake waits
+``handshake_wait`` seconds before the server answers the ClientHello (the round trips of a
+distant server), while kept-alive connections carry requests at once. ``/`` links to ``/a``
+and ``/b``; the first of them asked for is answered 429 with ``Retry-After`` after
+``refusal_wait`` seconds, every later page 200 after ``page_wait``; robots.txt is 404.
+Threads of the test process, one loopback address; logs every request (``log``: path, status,
+when it was read, when its answer was sent)."""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.certificates import self_signed
+
+PAGES = ("/a", "/b")
+
+
+@dataclass(frozen=True)
+class Waits:
+    handshake: float = 0.0
+    refusal: float = 0.0
+    page: float = 0.0
+
+
+@dataclass(frozen=True)
+class Logged:
+    path: str
+    status: int
+    read_at: float
+    answered_at: float
+
+
+class FarSite:
+    __test__ = False
+
+    def __init__(self, folder: Path, address: str, retry_after: int, waits: Waits):
+        certfile, keyfile, _ = self_signed(folder, address)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certfile, keyfile)
+        self.log: list[Logged] = []
+        self.retry_after, self.waits = retry_after, waits
+        self._refused = False
+        self._lock = threading.Lock()
+        handler = type("Handler", (_Handler,), {"site": self, "context": context})
+        self._server = socketserver.ThreadingTCPServer((address, 0), handler)
+        self._server.daemon_threads = True
+        self.address, self.port = self._server.server_address[:2]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def url(self, path: str = "/") -> str:
+        return f"https://{self.address}:{self.port}{path}"
+
+    def status(self, path: str) -> int:
+        with self._lock:
+            if path in PAGES and not self._refused:
+                self._refused = True
+                return 429
+            return 404 if path == "/robots.txt" else 200
+
+    def __enter__(self) -> FarSite:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    site: FarSite
+    context: ssl.SSLContext
+
+    def handle(self) -> None:
+        site = self.site
+        time.sleep(site.waits.handshake)
+        try:
+            with self.context.wrap_socket(self.request, server_side=True) as tls:
+                tls.settimeout(30)
+                reader = tls.makefile("rb")
+                while (line := reader.readline()) and line.strip():
+                    read_at, path = time.time(), line.split()[1].decode()
+                    while reader.readline().strip():  # the request's headers
+                        pass
+                    status = site.status(path)
+                    time.sleep(site.waits.refusal if status == 429 else site.waits.page if path in PAGES else 0)
+                    self._reply(tls, status, path)
+                    site.log.append(Logged(path, status, read_at, time.time()))
+        except (OSError, IndexError):
+            pass  # the client went away, or sent no HTTP
+
+    def _reply(self, tls: socket.socket, status: int, path: str) -> None:
+        if status == 429:
+            head, body = f"429 Too Many Requests\r\nRetry-After: {self.site.retry_after}", b"slow down"
+        elif status == 404:
+            head, body = "404 Not Found", b""
+        elif path == "/":
+            head, body = "200 OK", "".join(f'<a href="{page}">{page}</a>' for page in PAGES).encode()
+        else:
+            head, body = "200 OK", f"<html><title>{path}</title></html>".encode()
+        tls.sendall(
+            f"HTTP/1.1 {head}\r\nContent-Type: text/html\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+        )
