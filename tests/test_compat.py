@@ -25,8 +25,10 @@ from scrapy.utils.gz import gunzip
 from scrapy.utils.test import get_crawler
 from twisted.internet.abstract import FileDescriptor
 from twisted.internet.defer import succeed
+from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.ssl import optionsForClientTLS
 from twisted.internet.testing import StringTransport
-from twisted.protocols.tls import TLSMemoryBIOProtocol
+from twisted.protocols.tls import TLSMemoryBIOFactory, TLSMemoryBIOProtocol
 from twisted.web._newclient import HTTPClientParser
 from twisted.web._newclient import Request as TxRequest
 from twisted.web.client import HTTPConnectionPool, _RetryingHTTP11ClientProtocol
@@ -138,6 +140,19 @@ def test_unsent_bytes_are_read_from_the_buffers_twisted_keeps_them_in() -> None:
     handshaking = SimpleNamespace(disconnected=False, _handshakeDone=False, transport=sent)
     assert compat.holds_unsent_bytes(handshaking)
     assert not compat.holds_unsent_bytes(SimpleNamespace(disconnected=True, _tempDataLen=5))
+
+
+def test_a_pending_tls_handshake_is_read_from_twisted_s_tls_protocol_which_tells_when_it_is_done() -> None:
+    assert "IHandshakeListener.providedBy(self.wrappedProtocol)" in inspect.getsource(TLSMemoryBIOProtocol)
+    factory = TLSMemoryBIOFactory(optionsForClientTLS("example.com"), True, Factory.forProtocol(Protocol))
+    tls = factory.buildProtocol(None)
+    tls.makeConnection(StringTransport())  # the ClientHello is written; nothing has come back
+    assert compat.tls_handshake_pending(tls.wrappedProtocol)
+    tls._handshakeDone = True
+    assert not compat.tls_handshake_pending(tls.wrappedProtocol)
+    plain = Protocol()
+    plain.makeConnection(StringTransport())
+    assert not compat.tls_handshake_pending(plain)
 
 
 def test_scrapy_decodes_each_encoding_through_the_step_a_subclass_replaces() -> None:

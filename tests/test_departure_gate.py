@@ -106,6 +106,23 @@ def test_a_request_waiting_for_its_departure_time_waits_out_a_block_that_came_me
     assert crawler.stats.get_value("limiter/held_for_block_count") == 1
 
 
+def test_past_the_gate_a_request_may_still_leave_only_if_nothing_held_its_domain_since() -> None:
+    # Asked again once a new connection can carry the request (crawler.download.departures).
+    gate = DepartureGate(_crawler_running(CRAWLER_DEFAULT_DELAY="0.2"))
+    limiter = gate.limiter
+    request = Request("http://example.com/", meta={DOMAIN: "example.com"})
+    assert gate.may_leave(request)
+    limiter.sent("example.com")  # another request of the domain left meanwhile
+    assert not gate.may_leave(request)
+    assert gate.may_leave(request, again=True)  # written before: that write was its departure
+    limiter.blocked("example.com", retry_after=1)
+    assert not gate.may_leave(request, again=True)
+    paused = Request("http://paused.example/", meta={DOMAIN: "paused.example"})
+    DomainControl(paused=True).apply(limiter.state("paused.example"))
+    assert not gate.may_leave(paused) and not gate.may_leave(paused, again=True)
+    assert gate.may_leave(Request("http://example.com/robots.txt"))  # outside the limiter's pacing
+
+
 def _not_sent_outputs(meta: dict[str, object], **settings: str) -> list[object]:
     """What the links spider makes of a request the gate did not send as its job ended."""
     crawler = get_crawler(LinksSpider, project_settings(**settings))

@@ -211,16 +211,36 @@ def test_a_block_holds_the_domain_until_it_ends(make, clock: FakeClock) -> None:
     assert frontier.pop() is not None
 
 
-def test_a_success_clears_a_block_at_once(make, clock: FakeClock) -> None:
+def _two_on_their_way_and_a_block(make, clock: FakeClock) -> tuple[Frontier, Handed, float]:
+    """Two requests of a domain left at once; one is answered 429 (its slot given back), the
+    other is still on its way. The frontier, that other request and when both left."""
     frontier = make(default_delay=0.0)
     for n in range(3):
         frontier.push(f"http://a/{n}")
+    left_at = clock.now
     one, two = _leaves(frontier, frontier.pop()), _leaves(frontier, frontier.pop())  # type: ignore[arg-type]
+    clock.now += 0.2
     frontier.limiter.blocked("a", retry_after=30)
     _finishes(frontier, one)
     assert frontier.pop() is None
-    frontier.limiter.success("a")  # the other request in flight was answered
+    return frontier, two, left_at
+
+
+def test_a_success_of_a_request_on_its_way_when_the_block_came_leaves_the_block(make, clock: FakeClock) -> None:
+    frontier, two, left_at = _two_on_their_way_and_a_block(make, clock)
+    clock.now += 0.3
+    frontier.limiter.success("a", sent_at=left_at)  # answered after the 429: no news of the site since
     _finishes(frontier, two)
+    assert frontier.pop() is None
+    clock.now = left_at + 0.2 + 30
+    assert _sent_urls(frontier) == ["http://a/2"]
+
+
+def test_a_success_of_a_request_that_left_after_the_block_clears_it_at_once(make, clock: FakeClock) -> None:
+    frontier, two, _ = _two_on_their_way_and_a_block(make, clock)
+    _finishes(frontier, two)
+    clock.now += 0.1
+    frontier.limiter.success("a", sent_at=clock.now - 0.05)  # another process's, sent after the 429
     assert _sent_urls(frontier) == ["http://a/2"]
 
 

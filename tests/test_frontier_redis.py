@@ -5,6 +5,7 @@ both frontiers share are ``test_frontier_contract``'s."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from pathlib import Path
@@ -403,6 +404,24 @@ def test_a_429_seen_by_one_process_blocks_the_domain_for_all(
     limiter_two = RedisDomainLimiter(policy, frontier_two)
     limiter_two.refresh("a")  # its copy of the domain's state, from Redis
     assert limiter_two.effective_delay("a") == pytest.approx(0.05)
+
+
+def test_when_a_block_came_is_kept_apart_from_the_json_a_worker_of_an_earlier_release_reads(
+    redis_client: redis.Redis, crawl_name: str, clock: FakeClock
+) -> None:
+    policy = Policy(PolicyConfig(default_delay=0.0))
+    store = _frontier(redis_client, crawl_name, clock, default_delay=0.0)
+    RedisDomainLimiter(policy, store).blocked("a", retry_after=7)
+    key = store.domain_key("a")
+    assert "blocked_at" not in json.loads(redis_client.hget(key, "state"))
+    assert float(redis_client.hget(key, "blocked_at")) == clock.now
+    other = RedisDomainLimiter(policy, _frontier(redis_client, crawl_name, clock, default_delay=0.0))
+    other.refresh("a")
+    assert other.state("a").blocked_at == clock.now
+    clock.now += 0.5
+    other.success("a", sent_at=clock.now - 0.6)  # on its way before the 429 was read: the block stands
+    assert other.state("a").blocked_until == clock.now + 6.5
+    assert float(redis_client.hget(key, "hold")) == clock.now + 6.5
 
 
 def test_a_process_reads_the_pacing_of_a_domain_another_one_started_before_its_first_request(

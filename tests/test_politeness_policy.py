@@ -170,7 +170,7 @@ def test_success_of_a_request_sent_after_the_block_clears_it_and_the_streak_at_o
     policy.on_blocked(state, 0)
     policy.on_blocked(state, 0.1)
     assert state.blocking_streak == 2 and state.blocked_until == 1.1
-    policy.on_success(state, 0.5, sent_at=0.1)  # it left as the last 429 was read
+    policy.on_success(state, 0.5, sent_at=0.3)  # it left after the last 429 was read
     assert state.blocked_until == 0 and state.blocking_streak == 0
     assert policy.on_blocked(state, 1).block == 1  # the backoff starts again at the beginning
 

@@ -48,14 +48,15 @@ class HeldBeforeSending(Exception):
 
 class SentReportingPool(IdleBoundedPool):
     """A connection pool that reports when the request it connects for has been sent, and
-    writes it only if ``may_send(request)`` still holds once the connection can carry it.
+    writes it only if ``may_send(request, again)`` still holds once the connection can carry it
+    (``again``: written before, on a kept-alive connection that turned out closed).
 
     ``sending`` names the Scrapy request of the next ``getConnection`` call: Twisted's agent
     calls it at once from the handler's ``download_request``, before anything can interleave.
     Its connections are built by ``ReadyTellingFactory`` (``set_protocol_factory``).
     """
 
-    def __init__(self, reactor: Any, on_sent: Callable[[Request], None], may_send: Callable[[Request], bool]):
+    def __init__(self, reactor: Any, on_sent: Callable[[Request], None], may_send: Callable[[Request, bool], bool]):
         super().__init__(reactor, persistent=True)
         self.reactor = reactor
         self.on_sent = on_sent
@@ -83,28 +84,30 @@ class _ReportingConnection:
     """What the agent sees of a pooled connection: once the connection can carry a request, it
     writes the request, if its domain may still be sent to, and says so."""
 
-    def __init__(self, connection: Any, pool: SentReportingPool, key: Any, sending: Request):
+    def __init__(self, connection: Any, owner: SentReportingPool, key: Any, sending: Request, again: bool = False):
         self._connection = connection
-        self._pool = pool
+        self._owner = owner
         self._key = key
-        self._sending = sending
+        self._request = sending
+        self._again = again
+        """A new connection of the pool's retrying wrapper: the request was written before."""
 
     def request(self, request: Any) -> Deferred[Any]:
         connection = self._connection
         # The pool's retrying wrapper writes the request again on a new connection when the
         # kept-alive one turns out closed: that write is a departure too, and the later one.
         protocol = intercept_reconnect(
-            connection, lambda new: _ReportingConnection(new, self._pool, self._key, self._sending)
+            connection, lambda new: _ReportingConnection(new, self._owner, self._key, self._request, again=True)
         )
         return protocol.ready().addCallback(lambda _: self._write(connection, protocol, request))
 
     def _write(self, connection: Any, protocol: Any, request: Any) -> Deferred[Any]:
-        pool = self._pool
-        if not pool.may_send(self._sending):
-            pool._putConnection(self._key, protocol)  # unused: as good as after a response
+        owner = self._owner
+        if not owner.may_send(self._request, self._again):
+            owner.put_back(self._key, protocol)  # unused: as good as after a response
             return fail(HeldBeforeSending())
         answer = connection.request(request)  # the request is in the transport's buffer now
-        pool._written(self._sending, protocol.transport)
+        owner._written(self._request, protocol.transport)
         return answer
 
 

@@ -61,17 +61,21 @@ class DepartureGate:
             except HeldBeforeSending:
                 self.crawler.stats.inc_value("limiter/held_before_sending_count")
 
-    def may_leave(self, request: Request) -> bool:
+    def may_leave(self, request: Request, again: bool = False) -> bool:
         """Whether ``request``, past the gate, may still leave now: what the gate waited for
-        still holds (no pause, no block, no later departure time since)."""
+        still holds (no pause, no block, no later departure time since). Sent ``again`` on a new
+        connection after a kept-alive one turned out closed, its first write was its departure
+        (the domain's next counts from it): only a pause or a block holds it."""
         domain = request.meta.get(DOMAIN)
         if domain is None:
             return True
         limiter = self.limiter
-        return (
-            not limiter.state(domain).paused
-            and self._departure_at(domain, request.meta.get(LEAVE_AT, 0.0)) <= limiter.clock()
-        )
+        state, now = limiter.state(domain), limiter.clock()
+        if state.paused:
+            return False
+        if again:
+            return state.blocked_until <= now
+        return self._departure_at(domain, request.meta.get(LEAVE_AT, 0.0)) <= now
 
     async def _send(self, request: Request, send: Callable[[Request], Awaitable[Response]]) -> Response:
         try:

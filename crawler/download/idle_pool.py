@@ -27,6 +27,11 @@ class IdleBoundedPool(HTTPConnectionPool):
         self._keys: WeakKeyDictionary[Any, Any] = WeakKeyDictionary()
         """The pool key of each connection put back (Twisted's pool keeps them by key only)."""
 
+    def put_back(self, key: Any, connection: Any) -> None:
+        """A connection that carried no request (it was made for one that did not leave), kept
+        as after a response."""
+        self._putConnection(key, connection)
+
     def _putConnection(self, key: Any, connection: Any) -> None:
         super()._putConnection(key, connection)
         self._keys[connection] = key

@@ -86,6 +86,9 @@ class LimiterMiddleware:
             if reservation is not None:
                 self.limiter.unreserve(domain, reservation)
             return response
+        # The handler's stamp of when the bytes left, if it saw them leave (the request log's
+        # earlier one is no departure)
+        sent_at = request.meta.get(SENT_AT) if DELAY_IN_FORCE in request.meta else None
         self._settle_departure(request, domain)
         failed = response.status >= 500 or response.status in CIRCUIT_STATUSES
         if failed:
@@ -99,7 +102,7 @@ class LimiterMiddleware:
             self._changed(domain, outcome, f"HTTP {response.status}")
             self.crawler.signals.send_catch_log(domain_blocked, domain=domain, outcome=outcome)
         elif not failed:  # an answer, even a 404, is a success for pacing
-            outcome = self.limiter.success(domain, request.meta.get("download_latency"), request.meta.get(SENT_AT))
+            outcome = self.limiter.success(domain, request.meta.get("download_latency"), sent_at)
             if outcome.pacing_changed:
                 self._changed(domain, outcome, "success")
         # The slot is given back last: in a shared crawl, the block reaches Redis before the

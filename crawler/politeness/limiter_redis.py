@@ -47,13 +47,15 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# Written by the frontier script, not part of the JSON state.
-_SLOT_FIELDS = ("next", "prev", "last")
-_SLOT_ATTRIBUTES = ("next_start", "previous_next_start", "last_start")
+# Fields of their own, not part of the JSON state: the slot times, which the frontier script
+# writes, and what a worker of an earlier release would not know (its ``DomainState`` refuses
+# an unknown name in the JSON), so that the workers of a crawl can be upgraded one by one.
+_APART_FIELDS = ("next", "prev", "last", "blocked_at")
+_APART_ATTRIBUTES = ("next_start", "previous_next_start", "last_start", "blocked_at")
 # The frontier script holds a paced domain's slot until its request left (``pending``): the
 # policy's own wait for that (``unsent_until``) and its departure time (``last_sent``, for the
 # hand-out ahead of a slot) are for the limiter of one process.
-_TRANSIENT = frozenset({*_SLOT_ATTRIBUTES, "inflight", "unsent_until", "last_sent"})
+_TRANSIENT = frozenset({*_APART_ATTRIBUTES, "inflight", "unsent_until", "last_sent"})
 # A paused domain is held until an operator resumes it; a finite time, as the frontier script
 # compares numbers (year 33658).
 _PAUSED_HOLD = 1e12
@@ -118,7 +120,7 @@ class RedisDomainLimiter(DomainLimiter):
             if done is not None:
                 done()
 
-        self.link.submit(Op(send=lambda pipe: pipe.hmget(key, "state", *_SLOT_FIELDS), done=keep))
+        self.link.submit(Op(send=lambda pipe: pipe.hmget(key, "state", *_APART_FIELDS), done=keep))
 
     def load_unread(self, domains: Iterable[str], done: Callable[[], None]) -> None:
         """Read the shared state of those of ``domains`` this process has not read yet, then call
@@ -186,7 +188,7 @@ class RedisDomainLimiter(DomainLimiter):
                     pipe.watch(key)
                     # the clock of the domain's node, which the frontier script reads too
                     now = self.store.now() if self.store.clock is not None else server_time(pipe, key)
-                    state = _decode(pipe.hmget(key, "state", *_SLOT_FIELDS))
+                    state = _decode(pipe.hmget(key, "state", *_APART_FIELDS))
                     self.controls.for_domain(domain).apply(state)  # every process obeys the latest it knows
                     change(state, now)
                     pipe.multi()
@@ -206,6 +208,7 @@ class RedisDomainLimiter(DomainLimiter):
         return {
             "state": json.dumps(learned, separators=(",", ":")),
             "next": f"{state.next_start:.6f}",
+            "blocked_at": repr(state.blocked_at),
             "delay": repr(policy.effective_delay(state)),
             "limit": 1 if state.circuit_open_until is not None else policy.concurrency(state),
             "hold": repr(_PAUSED_HOLD if state.paused else max(state.blocked_until, state.circuit_open_until or 0.0)),
@@ -292,7 +295,17 @@ class RedisDomainLimiter(DomainLimiter):
 
     # --- outcomes ----------------------------------------------------------------------------
     def success(self, domain: str, latency: float | None = None, sent_at: float | None = None) -> Outcome:
-        outcome = self._apply(domain, lambda s, now: self.policy.on_success(s, now, latency, sent_at))
+        if sent_at is None:
+            outcome = self._apply(domain, lambda s, now: self.policy.on_success(s, now, latency))
+        else:
+            # The departure as an age, in the clock of each change: this process's, then the
+            # server's (its blocks are stamped in it), so that no skew between the two decides
+            # whether the request left before a block.
+            age, timer = self.clock() - sent_at, self._timer
+            asked = timer()
+            outcome = self._apply(
+                domain, lambda s, now: self.policy.on_success(s, now, latency, now - age - (timer() - asked))
+            )
         self.may_be_ready(domain)
         return outcome
 
@@ -344,7 +357,7 @@ class RedisDomainLimiter(DomainLimiter):
 
 def _decode(fields: list[Any]) -> DomainState:
     state = DomainState(**json.loads(fields[0])) if fields[0] else DomainState()
-    for attribute, value in zip(_SLOT_ATTRIBUTES, fields[1:], strict=True):
+    for attribute, value in zip(_APART_ATTRIBUTES, fields[1:], strict=True):
         if value is not None:
             setattr(state, attribute, float(value))
     return state

@@ -4,7 +4,7 @@ distant server), while kept-alive connections carry requests at once. ``/`` link
 and ``/b``; the first of them asked for is answered 429 with ``Retry-After`` after
 ``refusal_wait`` seconds, every later page 200 after ``page_wait``; robots.txt is 404.
 Threads of the test process, one loopback address; logs every request (``log``: path, status,
-when it was read, when its answer was sent)."""
+when it was read, when its answer was sent) and counts the connections (``connections``)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ class FarSite:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(certfile, keyfile)
         self.log: list[Logged] = []
+        self.connections = 0
         self.retry_after, self.waits = retry_after, waits
         self._refused = False
         self._lock = threading.Lock()
@@ -79,6 +80,8 @@ class _Handler(socketserver.BaseRequestHandler):
 
     def handle(self) -> None:
         site = self.site
+        with site._lock:
+            site.connections += 1
         time.sleep(site.waits.handshake)
         try:
             with self.context.wrap_socket(self.request, server_side=True) as tls:
