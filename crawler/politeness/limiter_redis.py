@@ -295,17 +295,17 @@ class RedisDomainLimiter(DomainLimiter):
 
     # --- outcomes ----------------------------------------------------------------------------
     def success(self, domain: str, latency: float | None = None, sent_at: float | None = None) -> Outcome:
-        if sent_at is None:
-            outcome = self._apply(domain, lambda s, now: self.policy.on_success(s, now, latency))
-        else:
-            # The departure as an age, in the clock of each change: this process's, then the
-            # server's (its blocks are stamped in it), so that no skew between the two decides
-            # whether the request left before a block.
-            age, timer = self.clock() - sent_at, self._timer
-            asked = timer()
-            outcome = self._apply(
-                domain, lambda s, now: self.policy.on_success(s, now, latency, now - age - (timer() - asked))
-            )
+        # The departure as an age, in the clock of each change: this process's, then the
+        # server's (its blocks are stamped in it), so that no skew between the two decides
+        # whether the request left before a block.
+        age, timer = (None if sent_at is None else self.clock() - sent_at), self._timer
+        asked = timer()
+
+        def succeeded(state: DomainState, now: float) -> Outcome:
+            left = None if age is None else now - age - (timer() - asked)
+            return self.policy.on_success(state, now, latency, left)
+
+        outcome = self._apply(domain, succeeded)
         self.may_be_ready(domain)
         return outcome
 

@@ -15,9 +15,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tests.certificates import self_signed
+from tests.testweb.threaded import ThreadedServer
 
 PAGES = ("/a", "/b")
 
@@ -37,9 +37,7 @@ class Logged:
     answered_at: float
 
 
-class FarSite:
-    __test__ = False
-
+class FarSite(ThreadedServer):
     def __init__(self, folder: Path, address: str, retry_after: int, waits: Waits):
         certfile, keyfile, _ = self_signed(folder, address)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -49,11 +47,7 @@ class FarSite:
         self.retry_after, self.waits = retry_after, waits
         self._refused = False
         self._lock = threading.Lock()
-        handler = type("Handler", (_Handler,), {"site": self, "context": context})
-        self._server = socketserver.ThreadingTCPServer((address, 0), handler)
-        self._server.daemon_threads = True
-        self.address, self.port = self._server.server_address[:2]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(address, type("Handler", (_Handler,), {"site": self, "context": context}))
 
     def url(self, path: str = "/") -> str:
         return f"https://{self.address}:{self.port}{path}"
@@ -64,14 +58,6 @@ class FarSite:
                 self._refused = True
                 return 429
             return 404 if path == "/robots.txt" else 200
-
-    def __enter__(self) -> FarSite:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 class _Handler(socketserver.BaseRequestHandler):

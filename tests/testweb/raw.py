@@ -8,25 +8,19 @@ from __future__ import annotations
 import socket
 import socketserver
 import struct
-import threading
 import time
-from typing import Any
+
+from tests.testweb.threaded import ThreadedServer
 
 ROBOTS = b"User-agent: *\nDisallow:\n"
 CASES = ["/endless-headers", "/endless-chunked", "/slow-body", "/reset", "/no-http", "/hang-up"]
 TLS_CASE = "/tls-to-plain"
 
 
-class RawServer:
-    __test__ = False
-
+class RawServer(ThreadedServer):
     def __init__(self, address: str = "127.0.0.1"):
         self.log: list[tuple[str, float]] = []
-        handler = type("Handler", (_Handler,), {"server_log": self.log})
-        self._server = socketserver.ThreadingTCPServer((address, 0), handler)
-        self._server.daemon_threads = True
-        self.address, self.port = self._server.server_address[:2]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(address, type("Handler", (_Handler,), {"server_log": self.log}))
 
     @property
     def base(self) -> str:
@@ -34,14 +28,6 @@ class RawServer:
 
     def paths(self) -> list[str]:
         return [path for path, _ in self.log]
-
-    def __enter__(self) -> RawServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 class _Handler(socketserver.BaseRequestHandler):
