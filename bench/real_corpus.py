@@ -3,6 +3,7 @@
 
     .venv/bin/python -m bench.real_corpus [--runs 3] [--database sqlite|postgresql] [--profile DIR]
                                           [--also NAME=PATH ...] [--crawler-only] [--warc] [--twins-off]
+                                          [--https]
 
 The site is ``bench.realweb``'s (the Python 3.11 documentation of Debian, 530 pages of 9 KB to
 2.5 MB, ``Content-Type: text/html`` without a charset, gzip). Politeness is off for both (no
@@ -15,6 +16,8 @@ others, for before/after figures of a change; repeat it for several. ``--warc`` 
 crawler writing WARC files (``CRAWLER_WARC_DIR``), reported as ``warc``, with the bytes of WARC
 per page. ``--twins-off`` also runs this crawler with ``CRAWLER_TWINS_ENABLED=False`` (no SimHash,
 no judging, no soft-404 probe), reported as ``twins_off``: what twin detection costs per page.
+``--https`` serves the site over TLS (a self-signed certificate, not verified by either crawler,
+as Scrapy does not by default), as most of the web is.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ def main() -> None:
     parser.add_argument("--crawler-only", action="store_true", help="skip stock Scrapy (profiling)")
     parser.add_argument("--warc", action="store_true", help="also run this crawler writing WARC files")
     parser.add_argument("--twins-off", action="store_true", help="also run this crawler without twin detection")
+    parser.add_argument("--https", action="store_true", help="serve the site over TLS")
     add_also_option(parser)
     args = parser.parse_args()
     exit_on_sigterm()
@@ -72,7 +76,7 @@ def main() -> None:
         crawlers["twins_off"] = ROOT
     runs: dict[str, list[Run]] = {name: [] for name in crawlers}
     warc_bytes_per_page: list[float] = []
-    with RealWeb(1, crawl_delay=None) as web, tempfile.TemporaryDirectory() as tmp:
+    with RealWeb(1, crawl_delay=None, https=args.https) as web, tempfile.TemporaryDirectory() as tmp:
         url = web.url(0, "/index.html")
 
         def pages() -> int:
@@ -114,7 +118,7 @@ def main() -> None:
                         _drop_postgres_database(database)
 
     print(
-        f"\nreal corpus ({len(web.pages)} HTML pages, gzip, {args.database}), concurrency {args.concurrency}, "
+        f"\nreal corpus ({len(web.pages)} HTML pages, gzip, {web.scheme}, {args.database}), concurrency {args.concurrency}, "
         f"medians of {args.runs} runs"
     )
     if "stock" in runs:

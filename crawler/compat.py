@@ -81,6 +81,12 @@ def use_connection_pool(handler: Any, make_pool: Callable[[Any], Any]) -> None:
     handler._pool = make_pool(handler._pool)
 
 
+def wrap_tls_policy(handler: Any, wrap: Callable[[Any], Any]) -> None:
+    """Give Scrapy's HTTP/1.1 handler (``_contextFactory``, what every download's agent asks for
+    TLS options) the HTTPS policy ``wrap(stock_policy)`` returns."""
+    handler._contextFactory = wrap(handler._contextFactory)
+
+
 def set_protocol_factory(pool: Any, factory: Callable[..., Any]) -> None:
     """Have Twisted's connection pool (``_factory``) build its connections' protocols with ``factory``."""
     pool._factory = factory

@@ -114,6 +114,15 @@ def test_the_handler_s_pool_can_be_replaced_and_builds_protocols_with_its_factor
     assert stock._factory is BoundedHTTP11ClientFactory
 
 
+def test_the_handler_s_tls_policy_can_be_wrapped() -> None:
+    # Built in __init__ and handed to every download's agent.
+    assert "self._contextFactory: IPolicyForHTTPS = " in inspect.getsource(HTTP11DownloadHandler.__init__)
+    assert "contextFactory=self._contextFactory" in inspect.getsource(HTTP11DownloadHandler.download_request)
+    handler = SimpleNamespace(_contextFactory="stock")
+    compat.wrap_tls_policy(handler, lambda old: SimpleNamespace(wrapped=old))
+    assert handler._contextFactory.wrapped == "stock"
+
+
 def test_the_retrying_wrapper_s_new_connections_can_be_intercepted() -> None:
     # A cached connection comes wrapped, and the wrapper writes again on a new one.
     assert "_RetryingHTTP11ClientProtocol" in inspect.getsource(HTTPConnectionPool.getConnection)

@@ -10,7 +10,8 @@
   the domain limiter is told (``sent``), so a domain's next request counts from then; with
   ``CRAWLER_DEPARTURE_LOG``, the departure is also appended to that file at once
   (``crawler.download.departure_log``);
-- at most ``CRAWLER_MAX_IDLE_CONNECTIONS`` idle connections kept in all (``crawler.download.idle_pool``).
+- at most ``CRAWLER_MAX_IDLE_CONNECTIONS`` idle connections kept in all (``crawler.download.idle_pool``);
+- TLS options made for each new connection, not for every request (``crawler.download.tls``).
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.web.client import HTTPConnectionPool
 
-from crawler.compat import set_protocol_factory, use_connection_pool
+from crawler.compat import set_protocol_factory, use_connection_pool, wrap_tls_policy
 from crawler.download.departure_log import DepartureLog
 from crawler.download.departures import ReadyTellingFactory, SentReportingPool
 from crawler.download.gate import DepartureGate
+from crawler.download.tls import OptionsWhenConnecting
 from crawler.http.header_limits import HeaderLimits
 from crawler.politeness.slots import DELAY_IN_FORCE, DOMAIN, SENT_AT
 
@@ -53,6 +55,11 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
             return self._sending
 
         use_connection_pool(self, reporting)
+        stats = crawler.stats
+        wrap_tls_policy(
+            self,
+            lambda policy: OptionsWhenConnecting(policy, lambda: stats.inc_value("downloader/tls_connection_count")),
+        )
 
     async def download_request(self, request: Request) -> Response:
         return await self.gate.download(request, self._download)

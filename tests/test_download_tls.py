@@ -1,0 +1,92 @@
+"""TLS options made for each new connection, not for every request (``crawler.download.tls``):
+the stand-in asks the policy nothing until a TLS connection starts, and an HTTPS crawl over
+kept-alive connections starts as many as its connections, not one a request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from twisted.internet._sslverify import ClientTLSOptions
+from twisted.internet.interfaces import IOpenSSLClientConnectionCreator
+from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.testing import StringTransport
+from twisted.protocols.tls import TLSMemoryBIOFactory
+from twisted.web.client import BrowserLikePolicyForHTTPS
+
+from bench.realweb import RealWeb
+from crawler.download.tls import OptionsWhenConnecting
+from tests.helpers import Database, crawl
+
+PAGES = 10
+
+
+class CountingPolicy(BrowserLikePolicyForHTTPS):
+    """Twisted's own policy, counting the options it makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: list[bytes] = []
+
+    def creatorForNetloc(self, hostname: bytes, port: int) -> Any:
+        self.made.append(hostname)
+        return super().creatorForNetloc(hostname, port)
+
+
+def test_no_options_are_made_until_a_connection_starts() -> None:
+    policy, connections = CountingPolicy(), []
+    lazy = OptionsWhenConnecting(policy, lambda: connections.append(1))
+    creators = [lazy.creatorForNetloc(b"example.com", 443) for _ in range(50)]
+    assert policy.made == [] and connections == []
+    assert all(IOpenSSLClientConnectionCreator.providedBy(creator) for creator in creators)
+    # What else is read of a stand-in (HTTP/2's handler reads the OpenSSL context) has its options made.
+    assert creators[0]._hostnameBytes == b"example.com"
+    assert isinstance(creators[0]._made(), ClientTLSOptions)
+    assert policy.made == [b"example.com"] and connections == []
+
+
+def test_each_connection_started_is_counted_and_its_options_made_once() -> None:
+    policy, connections = CountingPolicy(), []
+    creator = OptionsWhenConnecting(policy, lambda: connections.append(1)).creatorForNetloc(b"example.com", 443)
+    factory = TLSMemoryBIOFactory(creator, True, Factory.forProtocol(Protocol))
+    first = _connect(factory)
+    assert first.startswith(b"\x16\x03") and b"example.com" in first  # a ClientHello, the name in it
+    # The pool's retrying wrapper connects again with the same endpoint, hence the same options.
+    assert _connect(factory).startswith(b"\x16\x03")
+    assert policy.made == [b"example.com"] and len(connections) == 2
+
+
+def _connect(factory: TLSMemoryBIOFactory) -> bytes:
+    """What a new TLS connection of ``factory`` sends first."""
+    transport = StringTransport()
+    factory.buildProtocol(None).makeConnection(transport)
+    return transport.value()
+
+
+@pytest.fixture(scope="module")
+def tls_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealWeb]:
+    site = tmp_path_factory.mktemp("tls-site")
+    for n in range(PAGES):
+        links = "".join(f'<a href="page-{m}.html">{m}</a>' for m in range(PAGES) if m != n)
+        (site / f"page-{n}.html").write_text(f"<html><head><title>Page {n}</title></head><body>{links}</body></html>")
+    with RealWeb(1, crawl_delay=0.05, https=True, site=site) as web:
+        yield web
+
+
+@pytest.mark.integration
+def test_an_https_crawl_starts_a_tls_connection_per_connection_not_per_request(
+    tls_web: RealWeb, tmp_path: Path
+) -> None:
+    database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
+    tls_web.clear()
+    result = crawl("links", database, url=tls_web.url(0, "/page-0.html"), settings={"LOG_LEVEL": "INFO"})
+    served = tls_web.log()
+    assert sorted(r.path for r in served) == sorted(["/robots.txt"] + [f"/page-{n}.html" for n in range(PAGES)])
+    rows = database.pages()
+    assert sum(1 for row in rows.values() if row["status"] == "fetched") == PAGES
+    # Two requests at a time to the domain at most, each connection kept alive: one or two
+    # connections for the eleven requests.
+    (count,) = [line for line in result.stderr.splitlines() if "'downloader/tls_connection_count'" in line]
+    assert int(count.split(":")[1].strip(" ,}")) in (1, 2), count
