@@ -91,15 +91,19 @@ def test_429_blocks_the_domain_for_retry_after_and_nothing_is_lost(
     assert delay > 0
 
 
-def _crawl_far_site(tmp_path: Path, retry_after: int, waits: Waits) -> tuple[FarSite, list[str], str]:
+def _crawl_far_site(
+    tmp_path: Path, retry_after: int, waits: Waits, refusals: int = 1
+) -> tuple[FarSite, list[str], str]:
     """A crawl of one process of ``FarSite`` (a shared frontier hands a domain's second page out
     only once the first has left, a Redis round trip later: the two are not on their way at
-    once); the site, the paths read after its 429 was answered and within ``retry_after``, and
-    the crawl's log."""
+    once); the site, the paths read after its first 429 was answered and within ``retry_after``,
+    and the crawl's log."""
     database = Database(f"sqlite:///{tmp_path / 'crawler.db'}")
-    with FarSite(tmp_path, "127.0.0.69", retry_after, waits) as site:
+    with FarSite(tmp_path, "127.0.0.69", retry_after, waits, refusals) as site:
         result = crawl("links", database, url=site.url(), settings={"CRAWLER_MIN_DELAY": "0"})
-    (refusal,) = (entry for entry in site.log if entry.status == 429)
+    refused = [entry for entry in site.log if entry.status == 429]
+    assert len(refused) == refusals, site.log
+    refusal = min(refused, key=lambda entry: entry.answered_at)
     early = [
         e.path for e in site.log if refusal.answered_at < e.read_at < refusal.answered_at + retry_after - TOLERANCE
     ]
@@ -129,6 +133,18 @@ def test_an_answer_to_a_request_on_its_way_when_a_429_came_does_not_lift_the_blo
     answered_after = [e for e in site.log if e.read_at < refusal.answered_at < e.answered_at]
     assert [e.path for e in answered_after] == [p for p in PAGES if p != refusal.path], site.log
     assert early == [], site.log
+
+
+def test_two_refusals_of_requests_on_their_way_at_once_are_one_refusal(tmp_path: Path) -> None:
+    # Both pages on their way, both refused: the second 429 answers a request that left before
+    # the first was read. The delay is raised and the domain blocked once, not twice (the second
+    # Retry-After, counted from a few ms later, still holds).
+    site, early, log = _crawl_far_site(tmp_path, retry_after=2, waits=Waits(refusal=0.2), refusals=2)
+    refusals = [e for e in site.log if e.status == 429]
+    assert all(e.read_at < min(r.answered_at for r in refusals) for e in refusals), site.log
+    assert early == [], site.log
+    assert "'limiter/blocking_response_count/429': 2" in log
+    assert "'limiter/delay_increase_count': 1," in log and "'limiter/block_count': 1," in log
 
 
 def test_learned_delay_is_loaded_by_the_next_run(web: TestWeb, database: Database, frontier: dict[str, str]) -> None:

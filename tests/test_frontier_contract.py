@@ -244,6 +244,19 @@ def test_a_success_of_a_request_that_left_after_the_block_clears_it_at_once(make
     assert _sent_urls(frontier) == ["http://a/2"]
 
 
+def test_a_refusal_of_a_request_on_its_way_when_the_block_came_is_not_learned_twice(make, clock: FakeClock) -> None:
+    frontier, two, left_at = _two_on_their_way_and_a_block(make, clock)
+    limiter = frontier.limiter
+    delay, streak = limiter.effective_delay("a"), limiter.state("a").blocking_streak
+    clock.now += 0.3
+    limiter.blocked("a", sent_at=left_at)  # the other one, refused too: the same refusal
+    _finishes(frontier, two)
+    assert (limiter.effective_delay("a"), limiter.state("a").blocking_streak) == (delay, streak)
+    assert frontier.pop() is None
+    clock.now = left_at + 0.2 + 30  # the first refusal's Retry-After, not a backoff after the second
+    assert _sent_urls(frontier) == ["http://a/2"]
+
+
 def test_a_retry_waits_for_its_time(make, clock: FakeClock) -> None:
     frontier = make()
     frontier.push("http://a/retry", not_before=clock.now + 5)

@@ -185,6 +185,24 @@ def test_success_of_a_request_on_its_way_when_the_block_came_leaves_the_block() 
     assert state.blocking_streak == 2 and state.blocked_until == 15.0
 
 
+def test_a_refusal_of_a_request_on_its_way_when_the_block_came_is_not_learned_twice() -> None:
+    policy = _policy()
+    state = DomainState()
+    policy.on_blocked(state, 10.0)
+    delay, until = state.learned_delay, state.blocked_until
+    again = policy.on_blocked(state, 10.2, sent_at=9.9)  # written before the 429 was read, refused after
+    assert (state.blocking_streak, state.learned_delay, state.blocked_until) == (1, delay, until)
+    assert again.change is Change.NONE and not again.pacing_changed
+    longer = policy.on_blocked(state, 10.3, retry_after=5, sent_at=9.8)  # its own Retry-After holds longer
+    assert state.blocked_until == 15.3 and not longer.pacing_changed
+    assert (state.blocking_streak, state.learned_delay, state.blocked_at) == (1, delay, 10.0)
+    policy.on_blocked(state, 10.4, retry_after=1, sent_at=9.8)  # a shorter one does not shorten it
+    assert state.blocked_until == 15.3
+    new = policy.on_blocked(state, 16.0, sent_at=15.5)  # left after the block was read: refused anew
+    assert state.blocking_streak == 2 and state.learned_delay > delay and new.change is Change.INCREASED
+    assert policy.on_blocked(state, 16.1).change is Change.INCREASED  # departure unknown: as before
+
+
 def test_success_of_a_request_whose_departure_is_unknown_clears_a_block_only_once_it_is_over() -> None:
     policy = _policy()
     state = DomainState()

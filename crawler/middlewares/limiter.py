@@ -98,7 +98,7 @@ class LimiterMiddleware:
             wait is not None and response.status in self.block_with_retry_after
         ):
             self.stats.inc_value(f"limiter/blocking_response_count/{response.status}")
-            outcome = self.limiter.blocked(domain, wait)
+            outcome = self.limiter.blocked(domain, wait, sent_at)
             self._changed(domain, outcome, f"HTTP {response.status}")
             self.crawler.signals.send_catch_log(domain_blocked, domain=domain, outcome=outcome)
         elif not failed:  # an answer, even a 404, is a success for pacing

@@ -110,8 +110,8 @@ class DomainLimiter:
         """Record a failure; True when it opens the domain's circuit."""
         return self.policy.on_failure(self.state(domain), self.clock())
 
-    def blocked(self, domain: str, retry_after: float | None = None) -> Outcome:
-        return self.policy.on_blocked(self.state(domain), self.clock(), retry_after)
+    def blocked(self, domain: str, retry_after: float | None = None, sent_at: float | None = None) -> Outcome:
+        return self.policy.on_blocked(self.state(domain), self.clock(), retry_after, sent_at)
 
     def set_robots_delay(self, domain: str, delay: float | None) -> None:
         self.policy.set_robots_delay(self.state(domain), delay, self.clock())

@@ -295,25 +295,28 @@ class RedisDomainLimiter(DomainLimiter):
 
     # --- outcomes ----------------------------------------------------------------------------
     def success(self, domain: str, latency: float | None = None, sent_at: float | None = None) -> Outcome:
-        # The departure as an age, in the clock of each change: this process's, then the
-        # server's (its blocks are stamped in it), so that no skew between the two decides
-        # whether the request left before a block.
-        age, timer = (None if sent_at is None else self.clock() - sent_at), self._timer
-        asked = timer()
-
-        def succeeded(state: DomainState, now: float) -> Outcome:
-            left = None if age is None else now - age - (timer() - asked)
-            return self.policy.on_success(state, now, latency, left)
-
-        outcome = self._apply(domain, succeeded)
+        departure = self._departure(sent_at)
+        outcome = self._apply(domain, lambda s, now: self.policy.on_success(s, now, latency, departure(now)))
         self.may_be_ready(domain)
         return outcome
 
     def failure(self, domain: str) -> bool:
         return self._apply(domain, lambda s, now: self.policy.on_failure(s, now))
 
-    def blocked(self, domain: str, retry_after: float | None = None) -> Outcome:
-        return self._apply(domain, lambda s, now: self.policy.on_blocked(s, now, retry_after))
+    def blocked(self, domain: str, retry_after: float | None = None, sent_at: float | None = None) -> Outcome:
+        departure = self._departure(sent_at)
+        return self._apply(domain, lambda s, now: self.policy.on_blocked(s, now, retry_after, departure(now)))
+
+    def _departure(self, sent_at: float | None) -> Callable[[float], float | None]:
+        """When a request left (``sent_at``, this process's clock) in the clock of each change of
+        its domain: this process's, then the server's (its blocks are stamped in it), as an age
+        counted from the change's ``now``, so that no skew between the two decides whether the
+        request left before a block."""
+        if sent_at is None:
+            return lambda now: None
+        timer = self._timer
+        age, asked = self.clock() - sent_at, timer()
+        return lambda now: now - age - (timer() - asked)
 
     def set_robots_delay(self, domain: str, delay: float | None) -> None:
         self._apply(domain, lambda s, now: self.policy.set_robots_delay(s, delay, now))

@@ -271,9 +271,19 @@ class Policy:
                 change = Change.PROBED
         return self._outcome(state, before, change)
 
-    def on_blocked(self, state: DomainState, now: float, retry_after: float | None = None) -> Outcome:
-        """A 429 (or 403/503 as a blocking signal): block the domain and learn."""
+    def on_blocked(
+        self, state: DomainState, now: float, retry_after: float | None = None, sent_at: float | None = None
+    ) -> Outcome:
+        """A 429 (or 403/503 as a blocking signal): block the domain and learn. Of a request
+        that left (``sent_at``) before the last blocking answer was read, it is that refusal
+        again, answered to a request already on its way: no new block, and the streak, its
+        backoff and the delay are not raised twice for one refusal; a Retry-After of its own
+        still holds the block until it is out."""
         before = self._snapshot(state)
+        if sent_at is not None and sent_at < state.blocked_at:
+            if retry_after is not None:
+                state.blocked_until = max(state.blocked_until, now + self._block_seconds(state, retry_after))
+            return self._outcome(state, before, Change.NONE)
         state.blocking_streak += 1
         state.success_streak = 0
         if state.probe_from is not None:
@@ -290,11 +300,15 @@ class Policy:
             else:
                 state.learned_delay = min(self.config.max_delay, current + self.step_up(current))
             change = Change.INCREASED
-        wait = retry_after if retry_after is not None else float(fibonacci(state.blocking_streak))
-        block = min(max(wait, 0.0), self.config.block_cap)
+        block = self._block_seconds(state, retry_after)
         state.blocked_until = max(state.blocked_until, now + block)
         state.blocked_at = now
         return self._outcome(state, before, change, block)
+
+    def _block_seconds(self, state: DomainState, retry_after: float | None) -> float:
+        """How long a blocking answer blocks: its Retry-After, else the streak's backoff, within the cap."""
+        wait = retry_after if retry_after is not None else float(fibonacci(state.blocking_streak))
+        return min(max(wait, 0.0), self.config.block_cap)
 
     def on_failure(self, state: DomainState, now: float) -> bool:
         """A connection failure, timeout or 5xx; True when it opens the circuit."""

@@ -1,7 +1,7 @@
 """An HTTPS site far away as the crawler sees it: every new connection's TLS handshake waits
 ``handshake_wait`` seconds before the server answers the ClientHello (the round trips of a
 distant server), while kept-alive connections carry requests at once. ``/`` links to ``/a``
-and ``/b``; the first of them asked for is answered 429 with ``Retry-After`` after
+and ``/b``; the first ``refusals`` of them asked for are answered 429 with ``Retry-After`` after
 ``refusal_wait`` seconds, every later page 200 after ``page_wait``; robots.txt is 404.
 Threads of the test process, one loopback address; logs every request (``log``: path, status,
 when it was read, when its answer was sent) and counts the connections (``connections``)."""
@@ -38,14 +38,14 @@ class Logged:
 
 
 class FarSite(ThreadedServer):
-    def __init__(self, folder: Path, address: str, retry_after: int, waits: Waits):
+    def __init__(self, folder: Path, address: str, retry_after: int, waits: Waits, refusals: int = 1):
         certfile, keyfile, _ = self_signed(folder, address)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(certfile, keyfile)
         self.log: list[Logged] = []
         self.connections = 0
         self.retry_after, self.waits = retry_after, waits
-        self._refused = False
+        self._refusals_left = refusals
         self._lock = threading.Lock()
         super().__init__(address, type("Handler", (_Handler,), {"site": self, "context": context}))
 
@@ -54,8 +54,8 @@ class FarSite(ThreadedServer):
 
     def status(self, path: str) -> int:
         with self._lock:
-            if path in PAGES and not self._refused:
-                self._refused = True
+            if path in PAGES and self._refusals_left:
+                self._refusals_left -= 1
                 return 429
             return 404 if path == "/robots.txt" else 200
 
