@@ -106,6 +106,27 @@ def test_a_request_waiting_for_its_departure_time_waits_out_a_block_that_came_me
     assert crawler.stats.get_value("limiter/held_for_block_count") == 1
 
 
+def test_a_request_held_for_a_block_that_grows_while_it_waits_is_counted_once() -> None:
+    crawler = _crawler_running(CRAWLER_DEFAULT_DELAY="0")
+    gate = DepartureGate(crawler)
+    limiter = gate.limiter
+    limiter.blocked("example.com", retry_after=0.2)
+    request = Request("http://example.com/", meta={DOMAIN: "example.com"})
+
+    async def send(request: Request) -> Response:
+        return Response(request.url, request=request)
+
+    async def scenario() -> None:
+        leaving = asyncio.ensure_future(gate.download(request, send))
+        await asyncio.sleep(0.1)
+        limiter.blocked("example.com", retry_after=0.3)  # another 429 meanwhile: held longer
+        await asyncio.wait_for(leaving, 5)
+
+    asyncio.run(scenario())
+    assert limiter.clock() >= limiter.state("example.com").blocked_until
+    assert crawler.stats.get_value("limiter/held_for_block_count") == 1
+
+
 def test_past_the_gate_a_request_may_still_leave_only_if_nothing_held_its_domain_since() -> None:
     # Asked again once a new connection can carry the request (crawler.download.departures).
     gate = DepartureGate(_crawler_running(CRAWLER_DEFAULT_DELAY="0.2"))

@@ -93,7 +93,7 @@ class DepartureGate:
     async def _departure_time_came(self, domain: str, leave_at: float) -> None:
         # Asked again after every wait: a block or a longer delay may have come meanwhile.
         limiter = self.limiter
-        held_for_pause = False
+        held_for_pause = held_for_block = False
         while True:
             state = limiter.state(domain)
             if state.paused:
@@ -106,7 +106,8 @@ class DepartureGate:
                 continue
             if (wait := self._departure_at(domain, leave_at) - (now := limiter.clock())) <= 0:
                 return
-            if state.blocked_until > now:
+            if state.blocked_until > now and not held_for_block:  # once, however often the block grows
+                held_for_block = True
                 self.crawler.stats.inc_value("limiter/held_for_block_count")
             await asyncio.sleep(wait)
 
