@@ -253,7 +253,7 @@ def test_a_refusal_of_a_request_on_its_way_when_the_block_came_is_not_learned_tw
     _finishes(frontier, two)
     assert (limiter.effective_delay("a"), limiter.state("a").blocking_streak) == (delay, streak)
     assert frontier.pop() is None
-    clock.now = left_at + 0.2 + 30  # the first refusal's Retry-After, not a backoff after the second
+    clock.now = left_at + 0.2 + 30  # once the first refusal's Retry-After is out
     assert _sent_urls(frontier) == ["http://a/2"]
 
 

@@ -5,7 +5,8 @@
   ``failed_consecutive_errors`` and the job is marked failed. A fetched page resets the streak; a
   404 or another final 4xx is an outcome of the crawl, not a failure of it, and leaves the streak
   as it is.
-- ``CRAWLER_CANCEL_429_STREAK`` consecutive blocking answers (``CRAWLER_BLOCK_STATUSES``) from
+- ``CRAWLER_CANCEL_429_STREAK`` consecutive refusals (blocking answers, ``CRAWLER_BLOCK_STATUSES``; those to
+  requests on their way at once count as one: the limiter's blocking streak) from
   one domain while its delay is at ``CRAWLER_MAX_DELAY`` (default 0: off) cancel the job with
   reason ``cancelled_429_streak``.
 - A job that ends without a single answer from any server, with error rows (every seed
@@ -104,7 +105,7 @@ class JobHealth:
         if at_maximum and state.blocking_streak >= self.cancel_streak:
             self._close(
                 CANCELLED_429,
-                f"{state.blocking_streak} consecutive blocking answers from {domain} at the maximum delay",
+                f"{state.blocking_streak} consecutive refusals (blocking answers) from {domain} at the maximum delay",
             )
 
     def _close(self, reason: str, why: str) -> None:

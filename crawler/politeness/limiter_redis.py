@@ -309,9 +309,12 @@ class RedisDomainLimiter(DomainLimiter):
 
     def _departure(self, sent_at: float | None) -> Callable[[float], float | None]:
         """When a request left (``sent_at``, this process's clock) in the clock of each change of
-        its domain: this process's, then the server's (its blocks are stamped in it), as an age
-        counted from the change's ``now``, so that no skew between the two decides whether the
-        request left before a block."""
+        its domain, as an age counted from the change's ``now``: this process's, then the
+        server's, so that in the transaction, which decides the shared state, no skew between
+        the two decides whether the request left before a block (stamped in the server's
+        clock). This process's own answer (its stats, the delay it stores) compares the age with
+        its copy's stamps, read from the server: a skew of the two clocks can make it judge a
+        refusal otherwise than the transaction does."""
         if sent_at is None:
             return lambda now: None
         timer = self._timer

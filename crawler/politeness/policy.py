@@ -278,11 +278,15 @@ class Policy:
         that left (``sent_at``) before the last blocking answer was read, it is that refusal
         again, answered to a request already on its way: no new block, and the streak, its
         backoff and the delay are not raised twice for one refusal; a Retry-After of its own
-        still holds the block until it is out."""
+        that ends later holds the block until it is out (and, read now, only a request that
+        leaves after it lifts the block)."""
         before = self._snapshot(state)
         if sent_at is not None and sent_at < state.blocked_at:
-            if retry_after is not None:
-                state.blocked_until = max(state.blocked_until, now + self._block_seconds(state, retry_after))
+            if (
+                retry_after is not None
+                and (until := now + self._block_seconds(state, retry_after)) > state.blocked_until
+            ):
+                state.blocked_until, state.blocked_at = until, now
             return self._outcome(state, before, Change.NONE)
         state.blocking_streak += 1
         state.success_streak = 0
