@@ -196,6 +196,14 @@ def project_settings(**overrides: Any) -> dict[str, Any]:
     return {**values, "LOG_LEVEL": "INFO", **overrides}
 
 
+def linked_pages(folder: Path, count: int) -> Path:
+    """``folder`` holding ``page-0.html`` … ``page-{count - 1}.html``, each linking to all the others."""
+    for n in range(count):
+        links = "".join(f'<a href="page-{m}.html">{m}</a>' for m in range(count) if m != n)
+        (folder / f"page-{n}.html").write_text(f"<html><head><title>Page {n}</title></head><body>{links}</body></html>")
+    return folder
+
+
 def free_port(address: str = "127.0.0.1") -> int:
     """A port that was free on ``address`` a moment ago (bound and closed: nothing listens)."""
     with socket.socket() as probe:

@@ -19,7 +19,7 @@ from twisted.web.client import BrowserLikePolicyForHTTPS
 
 from bench.realweb import RealWeb
 from crawler.download.tls import OptionsWhenConnecting
-from tests.helpers import Database, crawl
+from tests.helpers import Database, crawl, linked_pages
 
 PAGES = 10
 
@@ -83,10 +83,7 @@ def _connect(factory: TLSMemoryBIOFactory) -> bytes:
 
 @pytest.fixture(scope="module")
 def tls_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealWeb]:
-    site = tmp_path_factory.mktemp("tls-site")
-    for n in range(PAGES):
-        links = "".join(f'<a href="page-{m}.html">{m}</a>' for m in range(PAGES) if m != n)
-        (site / f"page-{n}.html").write_text(f"<html><head><title>Page {n}</title></head><body>{links}</body></html>")
+    site = linked_pages(tmp_path_factory.mktemp("tls-site"), PAGES)
     with RealWeb(1, crawl_delay=0.05, https=True, site=site) as web:
         yield web
 

@@ -14,7 +14,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from bench.realweb import RealWeb, gaps, loopback_addresses
 from crawler.addons.http2 import H2_HANDLER, Http2
-from tests.helpers import Database, crawl
+from tests.helpers import Database, crawl, linked_pages
 
 pytestmark = pytest.mark.integration
 
@@ -24,10 +24,7 @@ DELAYS = (1.0, 0.2)
 
 @pytest.fixture(scope="module")
 def h2_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealWeb]:
-    site = tmp_path_factory.mktemp("h2-site")
-    for n in range(PAGES):
-        links = "".join(f'<a href="page-{m}.html">{m}</a>' for m in range(PAGES) if m != n)
-        (site / f"page-{n}.html").write_text(f"<html><head><title>Page {n}</title></head><body>{links}</body></html>")
+    site = linked_pages(tmp_path_factory.mktemp("h2-site"), PAGES)
     delays = dict(zip(loopback_addresses(len(DELAYS)), DELAYS))
     with RealWeb(len(DELAYS), delays=delays, https=True, site=site) as web:
         yield web
