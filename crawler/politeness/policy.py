@@ -282,10 +282,8 @@ class Policy:
         leaves after it lifts the block)."""
         before = self._snapshot(state)
         if sent_at is not None and sent_at < state.blocked_at:
-            if (
-                retry_after is not None
-                and (until := now + self._block_seconds(state, retry_after)) > state.blocked_until
-            ):
+            until = now + self._block_seconds(state, retry_after) if retry_after is not None else 0.0
+            if until > state.blocked_until:
                 state.blocked_until, state.blocked_at = until, now
             return self._outcome(state, before, Change.NONE)
         state.blocking_streak += 1
