@@ -3,7 +3,7 @@
 
     .venv/bin/python -m bench.real_corpus [--runs 3] [--database sqlite|postgresql] [--profile DIR]
                                           [--also NAME=PATH ...] [--crawler-only] [--warc] [--twins-off]
-                                          [--https]
+                                          [--https] [--floor]
 
 The site is ``bench.realweb``'s (the Python 3.11 documentation of Debian, 530 pages of 9 KB to
 2.5 MB, ``Content-Type: text/html`` without a charset, gzip). Politeness is off for both (no
@@ -17,12 +17,17 @@ crawler writing WARC files (``CRAWLER_WARC_DIR``), reported as ``warc``, with th
 per page. ``--twins-off`` also runs this crawler with ``CRAWLER_TWINS_ENABLED=False`` (no SimHash,
 no judging, no soft-404 probe), reported as ``twins_off``: what twin detection costs per page.
 ``--https`` serves the site over TLS (a self-signed certificate, not verified by either crawler,
-as Scrapy does not by default), as most of the web is.
+as Scrapy does not by default), as most of the web is. ``--floor`` also runs stock Scrapy
+fetching the corpus's URLs and doing nothing with them (``bench/stock_fetch_only.py``), reported
+as ``floor``, and the same with this project's ``CompressedBodyMiddleware`` in place of Scrapy's
+(``floor_gzip``): what Scrapy's machinery costs a page before any crawler's work, against which
+the crawler's margin is read.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import uuid
@@ -36,6 +41,12 @@ from bench.realweb import RealWeb, exit_on_sigterm
 from tests.helpers import scrapy_command
 
 POSTGRES = "postgresql://postgres@127.0.0.1:5432"
+PROJECT_DECOMPRESSION = {
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "crawler.middlewares.compression.CompressedBodyMiddleware": 590,
+}
+"""The floor's decompression replaced by this project's (importable: ``measure`` puts the
+project on ``PYTHONPATH``)."""
 
 
 def _fresh_postgres_database() -> str:
@@ -60,6 +71,7 @@ def main() -> None:
     parser.add_argument("--warc", action="store_true", help="also run this crawler writing WARC files")
     parser.add_argument("--twins-off", action="store_true", help="also run this crawler without twin detection")
     parser.add_argument("--https", action="store_true", help="serve the site over TLS")
+    parser.add_argument("--floor", action="store_true", help="also run stock Scrapy fetching the pages, doing nothing")
     add_also_option(parser)
     args = parser.parse_args()
     exit_on_sigterm()
@@ -70,6 +82,9 @@ def main() -> None:
     crawlers = {"stock": None} if not args.crawler_only else {}
     crawlers |= other_checkouts(args)
     crawlers["crawler"] = ROOT
+    if args.floor:
+        crawlers["floor"] = None
+        crawlers["floor_gzip"] = None
     if args.warc:
         crawlers["warc"] = ROOT
     if args.twins_off:
@@ -83,12 +98,22 @@ def main() -> None:
             return sum(1 for r in web.log() if r.status == 200)
 
         stock = scrapy_command("runspider", str(ROOT / "bench" / "stock_crawlspider.py"), "-a", f"url={url}", *settings)
+        urls = Path(tmp) / "urls.txt"
+        urls.write_text("".join(web.url(0, page) + "\n" for page in web.pages))
+        fetch_only = scrapy_command(
+            "runspider", str(ROOT / "bench" / "stock_fetch_only.py"), "-a", f"urls={urls}", *settings
+        )
+        stock_commands = {
+            "stock": stock,
+            "floor": fetch_only,
+            "floor_gzip": [*fetch_only, "-s", f"DOWNLOADER_MIDDLEWARES={json.dumps(PROJECT_DECOMPRESSION)}"],
+        }
         for i in range(args.runs):
             # every other round in reverse order, so that no crawler always runs first or after the same one
             for name, project in list(crawlers.items())[:: -1 if i % 2 else 1]:
                 database = None
                 if project is None:
-                    command, cwd, project = stock, Path(tmp), ROOT
+                    command, cwd, project = stock_commands[name], Path(tmp), ROOT
                 else:
                     if args.database == "postgresql":
                         database = _fresh_postgres_database()
@@ -125,19 +150,27 @@ def main() -> None:
         print_medians(runs)
     else:
         for name, measured in runs.items():
-            print(f"{name:10} {statistics.median(r.cpu_ms_per_page for r in measured):6.2f} ms CPU/page")
+            print(f"{name:10} {_median_ms(measured):6.2f} ms CPU/page")
     for name in (n for n in runs if n != "crawler"):
         print(f"CPU per page, {name}/crawler: {_ratios(runs[name], runs['crawler'])}")
+    if "floor_gzip" in runs:
+        above = _median_ms(runs["crawler"]) - _median_ms(runs["floor_gzip"])
+        print(f"crawler above the floor (crawler - floor_gzip): {above:.2f} ms CPU/page", end="")
+        print(f"; a tenth of stock's: {_median_ms(runs['stock']) / 10:.2f} ms CPU/page" if "stock" in runs else "")
     if "twins_off" in runs:
         print(f"CPU per page, twin detection on/off (crawler/twins_off): {_ratios(runs['crawler'], runs['twins_off'])}")
     if warc_bytes_per_page:
         print(f"WARC bytes per page (gzip per record): {statistics.median(warc_bytes_per_page):.0f}")
 
 
+def _median_ms(runs: list[Run]) -> float:
+    return statistics.median(r.cpu_ms_per_page for r in runs)
+
+
 def _ratios(runs: list[Run], against: list[Run]) -> str:
     """The ratio of the medians of CPU per page, and the median of each round's own ratio (the two
     runs of a round are next to each other in time, so the machine's load varies less between them)."""
-    medians = statistics.median(r.cpu_ms_per_page for r in runs) / statistics.median(r.cpu_ms_per_page for r in against)
+    medians = _median_ms(runs) / _median_ms(against)
     rounds = statistics.median(r.cpu_ms_per_page / a.cpu_ms_per_page for r, a in zip(runs, against, strict=True))
     return f"{medians:.3f}x (median of the rounds' ratios {rounds:.3f}x)"
 
