@@ -18,8 +18,8 @@ per page. ``--twins-off`` also runs this crawler with ``CRAWLER_TWINS_ENABLED=Fa
 no judging, no soft-404 probe), reported as ``twins_off``: what twin detection costs per page.
 ``--https`` serves the site over TLS (a self-signed certificate, not verified by either crawler,
 as Scrapy does not by default), as most of the web is. ``--floor`` also runs stock Scrapy
-fetching the corpus's URLs and doing nothing with them (``bench/stock_fetch_only.py``), reported
-as ``floor``, and the same with this project's ``CompressedBodyMiddleware`` in place of Scrapy's
+fetching every URL of the corpus (those the crawl does not reach by links too) and doing nothing
+with them (``bench/stock_fetch_only.py``), reported as ``floor``, and the same with this project's ``CompressedBodyMiddleware`` in place of Scrapy's
 (``floor_gzip``): what Scrapy's machinery costs a page before any crawler's work, against which
 the crawler's margin is read.
 """
@@ -155,8 +155,8 @@ def main() -> None:
         print(f"CPU per page, {name}/crawler: {_ratios(runs[name], runs['crawler'])}")
     if "floor_gzip" in runs:
         above = _median_ms(runs["crawler"]) - _median_ms(runs["floor_gzip"])
-        print(f"crawler above the floor (crawler - floor_gzip): {above:.2f} ms CPU/page", end="")
-        print(f"; a tenth of stock's: {_median_ms(runs['stock']) / 10:.2f} ms CPU/page" if "stock" in runs else "")
+        tenth = f"; a tenth of stock's: {_median_ms(runs['stock']) / 10:.2f} ms CPU/page" if "stock" in runs else ""
+        print(f"crawler above the floor (crawler - floor_gzip): {above:.2f} ms CPU/page{tenth}")
     if "twins_off" in runs:
         print(f"CPU per page, twin detection on/off (crawler/twins_off): {_ratios(runs['crawler'], runs['twins_off'])}")
     if warc_bytes_per_page:
