@@ -211,7 +211,9 @@ def overridden_crawl(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> 
         "CRAWLER_CONTROL_POLL_SECONDS": "0.2",
         "CRAWLER_HEARTBEAT_SECONDS": "0.2",
         # Handed out ahead of their slots, a lone domain's requests all go to the process that
-        # holds its slots already: without the lead, both processes take turns at it.
+        # holds its slots already. Without the lead, the frontier's turns share a domain at its
+        # concurrency between the processes asking; one paced by its delay alone stays with
+        # whichever process asks first at each slot, most often the one that sent the last.
         "CRAWLER_HANDOUT_LEAD_SECONDS": "0",
     }
     with _fresh_database("postgresql", tmp_path) as database:
