@@ -99,8 +99,12 @@ class LimiterMiddleware:
         ):
             self.stats.inc_value(f"limiter/blocking_response_count/{response.status}")
             outcome = self.limiter.blocked(domain, wait, sent_at)
-            self._changed(domain, outcome, f"HTTP {response.status}")
-            self.crawler.signals.send_catch_log(domain_blocked, domain=domain, outcome=outcome)
+            if outcome.again:
+                self._refused_again(domain, outcome, response.status)
+            else:
+                self._changed(domain, outcome, f"HTTP {response.status}")
+            if outcome.block:  # the refusal again that blocks no longer changes nothing
+                self.crawler.signals.send_catch_log(domain_blocked, domain=domain, outcome=outcome)
         elif not failed:  # an answer, even a 404, is a success for pacing
             outcome = self.limiter.success(domain, request.meta.get("download_latency"), sent_at)
             if outcome.pacing_changed:
@@ -143,6 +147,24 @@ class LimiterMiddleware:
                 cause,
                 self.limiter.state(domain).failure_streak,
                 self.limiter.policy.config.circuit_open_seconds,
+            )
+
+    def _refused_again(self, domain: str, outcome: Outcome, status: int) -> None:
+        self.stats.inc_value("limiter/block_again_count")
+        if outcome.block:
+            logger.info(
+                "Pacing of %s after HTTP %d to a request sent before the block was read: the same refusal, "
+                "whose Retry-After blocks it %.1f s from now",
+                domain,
+                status,
+                outcome.block,
+            )
+        else:
+            logger.debug(
+                "Pacing of %s after HTTP %d to a request sent before the block was read: the same refusal, "
+                "nothing changes",
+                domain,
+                status,
             )
 
     def _changed(self, domain: str, outcome: Outcome, cause: str) -> None:

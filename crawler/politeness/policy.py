@@ -106,10 +106,14 @@ class Outcome:
 
     change: Change = Change.NONE
     block: float = 0.0
+    """Seconds a blocking answer blocks the domain from now (0: it does not block it longer)."""
     delay_before: float = 0.0
     delay_after: float = 0.0
     concurrency_before: int = 0
     concurrency_after: int = 0
+    again: bool = False
+    """A refusal of a request that left before the last blocking answer was read: that refusal
+    again, which blocks longer only where its own Retry-After ends later."""
 
     @property
     def pacing_changed(self) -> bool:
@@ -283,9 +287,10 @@ class Policy:
         before = self._snapshot(state)
         if sent_at is not None and sent_at < state.blocked_at:
             until = now + self._block_seconds(state, retry_after) if retry_after is not None else 0.0
-            if until > state.blocked_until:
+            longer = until > state.blocked_until
+            if longer:
                 state.blocked_until, state.blocked_at = until, now
-            return self._outcome(state, before, Change.NONE)
+            return self._outcome(state, before, Change.NONE, until - now if longer else 0.0, again=True)
         state.blocking_streak += 1
         state.success_streak = 0
         if state.probe_from is not None:
@@ -338,5 +343,9 @@ class Policy:
     def _snapshot(self, state: DomainState) -> tuple[float, int]:
         return self.effective_delay(state), self.concurrency(state)
 
-    def _outcome(self, state: DomainState, before: tuple[float, int], change: Change, block: float = 0.0) -> Outcome:
-        return Outcome(change, block, before[0], self.effective_delay(state), before[1], self.concurrency(state))
+    def _outcome(
+        self, state: DomainState, before: tuple[float, int], change: Change, block: float = 0.0, *, again: bool = False
+    ) -> Outcome:
+        return Outcome(
+            change, block, before[0], self.effective_delay(state), before[1], self.concurrency(state), again=again
+        )
