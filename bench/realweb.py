@@ -19,6 +19,7 @@ per host. nginx and the corpus are installed with apt-get where missing.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gzip
 import ipaddress
 import os
@@ -268,7 +269,7 @@ class RealWeb:
         assert binary is not None
         self._process = subprocess.Popen(
             [binary, "-p", str(self.folder), "-c", str(config), "-e", str(self.folder / "error.log")],
-            preexec_fn=_raise_file_limit,
+            preexec_fn=_prepare_nginx,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -429,10 +430,17 @@ def _open_files_allowed() -> int:
     return hard if hard != resource.RLIM_INFINITY else 65536
 
 
-def _raise_file_limit() -> None:
-    """Lift nginx's soft limit on open files to the hard one."""
+PR_SET_PDEATHSIG = 1
+"""prctl(2)'s option: the signal a process gets when the thread that started it ends (Linux)."""
+
+
+def _prepare_nginx() -> None:
+    """Lift nginx's soft limit on open files to the hard one, and have it stopped when the
+    thread that started it ends, however it ends (SIGKILL, or SIGTERM without ``exit_on_sigterm``)."""
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class CpuHog:
