@@ -21,8 +21,10 @@ from crawler.http.header_limits import HeadersTooLarge
 from crawler.items import PageItem
 from crawler.middlewares.limiter import LimiterMiddleware
 from crawler.middlewares.retry import BackoffRetryMiddleware
-from crawler.politeness.slots import DOMAIN
+from crawler.politeness.policy import Outcome
+from crawler.politeness.slots import DELAY_IN_FORCE, DOMAIN, SENT_AT
 from crawler.services import CrawlServices
+from crawler.signals import domain_blocked
 from tests.helpers import project_settings
 
 
@@ -106,8 +108,14 @@ def test_final_errors_are_not_retried_and_the_others_are() -> None:
     assert isinstance(middleware.process_exception(request, _download_failed(ConnectionLost())), Request)
 
 
-def _answer(middleware: LimiterMiddleware, status: int, headers: dict[str, str] | None = None) -> None:
-    request = Request("http://e.example/a", meta={DOMAIN: "e.example"})
+def _answer(
+    middleware: LimiterMiddleware, status: int, headers: dict[str, str] | None = None, sent_at: float | None = None
+) -> None:
+    """An answer of e.example; ``sent_at``: when its request left, as the handler stamps it."""
+    meta: dict[str, Any] = {DOMAIN: "e.example"}
+    if sent_at is not None:
+        meta |= {SENT_AT: sent_at, DELAY_IN_FORCE: 0.0}
+    request = Request("http://e.example/a", meta=meta)
     middleware.process_response(request, Response(request.url, status=status, headers=headers, request=request))
 
 
@@ -146,6 +154,26 @@ def test_block_statuses_are_a_setting_and_503_blocks_only_with_retry_after() -> 
     middleware = LimiterMiddleware.from_crawler(other)
     _answer(middleware, 418)
     assert CrawlServices.of(other).limiter.state("e.example").blocked_until > 0
+
+
+def test_a_refusal_again_signals_a_block_only_where_its_retry_after_blocks_longer() -> None:
+    crawler = _crawler()
+    middleware = LimiterMiddleware.from_crawler(crawler)
+    limiter = CrawlServices.of(crawler).limiter
+    signalled: list[Outcome] = []
+
+    def blocked(domain: str, outcome: Outcome) -> None:
+        signalled.append(outcome)
+
+    crawler.signals.connect(blocked, signal=domain_blocked)
+    on_its_way = limiter.clock()  # left before any refusal was read
+    _answer(middleware, 429, {"Retry-After": "0"})  # a refusal, even one that blocks for no time
+    _answer(middleware, 429, {"Retry-After": "1"}, sent_at=on_its_way)  # the same refusal, blocking longer
+    _answer(middleware, 429, {"Retry-After": "0"}, sent_at=on_its_way)  # the same refusal, nothing more
+    assert [(outcome.again, outcome.block > 0) for outcome in signalled] == [(False, False), (True, True)]
+    assert signalled[1].block == pytest.approx(1.0, abs=0.1)
+    assert crawler.stats.get_value("limiter/block_again_count") == 2
+    assert limiter.state("e.example").blocking_streak == 1
 
 
 def _row(status: str, site_failure: bool = False) -> PageItem:

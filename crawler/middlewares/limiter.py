@@ -103,7 +103,7 @@ class LimiterMiddleware:
                 self._refused_again(domain, outcome, response.status)
             else:
                 self._changed(domain, outcome, f"HTTP {response.status}")
-            if outcome.block:  # the refusal again that blocks no longer changes nothing
+            if not outcome.again or outcome.block:  # the refusal again that blocks no longer changes nothing
                 self.crawler.signals.send_catch_log(domain_blocked, domain=domain, outcome=outcome)
         elif not failed:  # an answer, even a 404, is a success for pacing
             outcome = self.limiter.success(domain, request.meta.get("download_latency"), sent_at)
