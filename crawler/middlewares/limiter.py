@@ -152,20 +152,16 @@ class LimiterMiddleware:
     def _refused_again(self, domain: str, outcome: Outcome, status: int) -> None:
         self.stats.inc_value("limiter/block_again_count")
         if outcome.block:
-            logger.info(
-                "Pacing of %s after HTTP %d to a request sent before the block was read: the same refusal, "
-                "whose Retry-After blocks it %.1f s from now",
-                domain,
-                status,
-                outcome.block,
-            )
+            level, what = logging.INFO, f"whose Retry-After blocks it {outcome.block:.1f} s from now"
         else:
-            logger.debug(
-                "Pacing of %s after HTTP %d to a request sent before the block was read: the same refusal, "
-                "nothing changes",
-                domain,
-                status,
-            )
+            level, what = logging.DEBUG, "nothing changes"
+        logger.log(
+            level,
+            "Pacing of %s after HTTP %d to a request sent before the block was read: the same refusal, %s",
+            domain,
+            status,
+            what,
+        )
 
     def _changed(self, domain: str, outcome: Outcome, cause: str) -> None:
         stats = self.stats
