@@ -145,7 +145,7 @@ def test_two_refusals_of_requests_on_their_way_at_once_are_one_refusal(tmp_path:
     assert early == [], site.log
     assert "'limiter/blocking_response_count/429': 2" in log
     assert "'limiter/delay_increase_count': 1," in log and "'limiter/block_count': 1," in log
-    assert "'limiter/block_again_count': 1," in log and "blocked 0.0 s" not in log
+    assert "'limiter/block_again_count': 1," in log
     assert "the same refusal, whose Retry-After blocks it 2.0 s from now" in log
 
 

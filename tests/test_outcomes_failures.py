@@ -156,7 +156,7 @@ def test_block_statuses_are_a_setting_and_503_blocks_only_with_retry_after() -> 
     assert CrawlServices.of(other).limiter.state("e.example").blocked_until > 0
 
 
-def test_a_refusal_again_signals_a_block_only_where_its_retry_after_blocks_longer() -> None:
+def test_every_refusal_signals_a_block_and_a_refusal_again_says_how_long_it_holds_it() -> None:
     crawler = _crawler()
     middleware = LimiterMiddleware.from_crawler(crawler)
     limiter = CrawlServices.of(crawler).limiter
@@ -166,13 +166,18 @@ def test_a_refusal_again_signals_a_block_only_where_its_retry_after_blocks_longe
         signalled.append(outcome)
 
     crawler.signals.connect(blocked, signal=domain_blocked)
-    on_its_way = limiter.clock()  # left before any refusal was read
+    on_its_way = limiter.clock() - 1  # left before any refusal was read
     _answer(middleware, 429, {"Retry-After": "0"})  # a refusal, even one that blocks for no time
     _answer(middleware, 429, {"Retry-After": "1"}, sent_at=on_its_way)  # the same refusal, blocking longer
     _answer(middleware, 429, {"Retry-After": "0"}, sent_at=on_its_way)  # the same refusal, nothing more
-    assert [(outcome.again, outcome.block > 0) for outcome in signalled] == [(False, False), (True, True)]
+    assert [(outcome.again, outcome.block > 0) for outcome in signalled] == [
+        (False, False),
+        (True, True),
+        (True, False),
+    ]
     assert signalled[1].block == pytest.approx(1.0, abs=0.1)
     assert crawler.stats.get_value("limiter/block_again_count") == 2
+    assert crawler.stats.get_value("limiter/block_count") is None  # the one block was of no time
     assert limiter.state("e.example").blocking_streak == 1
 
 

@@ -103,8 +103,9 @@ class LimiterMiddleware:
                 self._refused_again(domain, outcome, response.status)
             else:
                 self._changed(domain, outcome, f"HTTP {response.status}")
-            if not outcome.again or outcome.block:  # the refusal again that blocks no longer changes nothing
-                self.crawler.signals.send_catch_log(domain_blocked, domain=domain, outcome=outcome)
+            # Every refusal, again or not: in a shared crawl, this process may read of the block only
+            # now, and its requests of the domain popped ahead go back (``RedisFrontierQueue``).
+            self.crawler.signals.send_catch_log(domain_blocked, domain=domain, outcome=outcome)
         elif not failed:  # an answer, even a 404, is a success for pacing
             outcome = self.limiter.success(domain, request.meta.get("download_latency"), sent_at)
             if outcome.pacing_changed:

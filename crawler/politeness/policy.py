@@ -106,7 +106,8 @@ class Outcome:
 
     change: Change = Change.NONE
     block: float = 0.0
-    """Seconds a blocking answer blocks the domain from now (0: it does not block it longer)."""
+    """Seconds a blocking answer blocks the domain from now, its own block (a longer one may
+    stand); of a refusal again, how long it holds the block from now where it ends later, else 0."""
     delay_before: float = 0.0
     delay_after: float = 0.0
     concurrency_before: int = 0
