@@ -34,6 +34,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -269,7 +270,7 @@ class RealWeb:
         assert binary is not None
         self._process = subprocess.Popen(
             [binary, "-p", str(self.folder), "-c", str(config), "-e", str(self.folder / "error.log")],
-            preexec_fn=_prepare_nginx,
+            preexec_fn=partial(_prepare_nginx, os.getpid()),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -432,15 +433,21 @@ def _open_files_allowed() -> int:
 
 PR_SET_PDEATHSIG = 1
 """prctl(2)'s option: the signal a process gets when the thread that started it ends (Linux)."""
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+"""Loaded here, not in the child: loading a library between fork and exec can deadlock."""
 
 
-def _prepare_nginx() -> None:
+def _prepare_nginx(parent: int) -> None:
     """Lift nginx's soft limit on open files to the hard one, and have it stopped when the
-    thread that started it ends, however it ends (SIGKILL, or SIGTERM without ``exit_on_sigterm``)."""
+    thread that started it (in process ``parent``) ends, however it ends (SIGKILL, or SIGTERM
+    without ``exit_on_sigterm``)."""
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    if sys.platform == "linux":
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if _LIBC is not None:
+        if _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+        if os.getppid() != parent:  # it ended before the signal was asked for
+            os._exit(1)
 
 
 class CpuHog:
