@@ -288,10 +288,11 @@ class Policy:
         before = self._snapshot(state)
         if sent_at is not None and sent_at < state.blocked_at:
             until = now + self._block_seconds(state, retry_after) if retry_after is not None else 0.0
-            longer = until > state.blocked_until
-            if longer:
+            block = 0.0
+            if until > state.blocked_until:
                 state.blocked_until, state.blocked_at = until, now
-            return self._outcome(state, before, Change.NONE, until - now if longer else 0.0, again=True)
+                block = until - now
+            return self._outcome(state, before, Change.NONE, block, again=True)
         state.blocking_streak += 1
         state.success_streak = 0
         if state.probe_from is not None:
